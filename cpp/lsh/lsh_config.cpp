@@ -1,0 +1,47 @@
+#include "lsh/lsh_config.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+
+namespace slide {
+
+int code_bits(const LshConfig& c) {
+  if (c.family == HashKind::kSimHash) return 1;
+  int bits = 0;
+  while ((1 << bits) < c.bin_size) ++bits;
+  return std::max(bits, 1);
+}
+
+int effective_range_bits(const LshConfig& c) {
+  int total = c.k * code_bits(c);
+  if (c.range_bits <= 0) return std::min(total, 18);
+  return std::min(total, c.range_bits);
+}
+
+void validate(const LshConfig& c, int dim, std::uint32_t num_neurons) {
+  SLIDE_REQUIRE(c.k >= 1, "lsh.k must be >= 1, got " << c.k);
+  SLIDE_REQUIRE(c.l >= 1, "lsh.l (number of tables) must be >= 1, got " << c.l);
+  SLIDE_REQUIRE(c.l <= 4096, "lsh.l must be <= 4096, got " << c.l);
+  SLIDE_REQUIRE(c.bin_size >= 2, "lsh.bin_size must be >= 2, got " << c.bin_size);
+  if (c.family == HashKind::kWta || c.family == HashKind::kDwta)
+    SLIDE_REQUIRE(c.bin_size <= dim, "lsh.bin_size (" << c.bin_size << ") must not exceed the layer input width ("
+                                                      << dim << ") for WTA/DWTA");
+  SLIDE_REQUIRE(c.k * code_bits(c) <= 32, "lsh.k x code bits must be <= 32 (k=" << c.k << ", "
+                                              << code_bits(c) << " bits per code)");
+  SLIDE_REQUIRE(c.range_bits >= 0 && c.range_bits <= 24,
+                "lsh.range_bits must be in [1, 24] (or 0 for the default), got " << c.range_bits);
+  SLIDE_REQUIRE(c.bucket_size >= 1, "lsh.bucket_size must be >= 1, got " << c.bucket_size);
+  SLIDE_REQUIRE(c.simhash_density > 0.0f && c.simhash_density <= 1.0f,
+                "lsh.simhash_density must be in (0, 1], got " << c.simhash_density);
+  SLIDE_REQUIRE(c.minhash_topk >= 0 && c.minhash_topk <= dim,
+                "lsh.minhash_topk must be in [0, " << dim << "], got " << c.minhash_topk);
+  SLIDE_REQUIRE(c.min_active >= 0, "lsh.min_active must be >= 0, got " << c.min_active);
+  SLIDE_REQUIRE(c.max_active >= 0, "lsh.max_active must be >= 0, got " << c.max_active);
+  SLIDE_REQUIRE(c.rehash_every >= 1, "lsh.rehash_every must be >= 1 sample, got " << c.rehash_every);
+  SLIDE_REQUIRE(c.rebuild_every >= 1, "lsh.rebuild_every must be >= 1 sample, got " << c.rebuild_every);
+  SLIDE_REQUIRE(c.schedule_growth >= 1.0, "lsh.schedule_growth must be >= 1, got " << c.schedule_growth);
+  SLIDE_REQUIRE(num_neurons >= 1, "a sampled layer needs at least one neuron");
+}
+
+}  // namespace slide

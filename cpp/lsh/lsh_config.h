@@ -1,0 +1,35 @@
+// Everything that configures one LSH-sampled layer: the hash family, the tables and the
+// maintenance schedule.
+#pragma once
+#include <cstdint>
+
+namespace slide {
+
+enum class HashKind { kSimHash, kWta, kDwta, kMinHash };
+enum class BucketPolicy { kFifo, kReservoir };
+
+struct LshConfig {
+  HashKind family = HashKind::kDwta;
+  int k = 6;                 // codes per table
+  int l = 50;                // tables
+  int range_bits = 0;        // buckets per table = 2^range_bits; 0 = min(k * code_bits, 18)
+  int bin_size = 8;          // WTA/DWTA window; minhash and (D)WTA codes take log2(bin_size) bits
+  int bucket_size = 128;     // ids kept per bucket
+  BucketPolicy policy = BucketPolicy::kFifo;
+  float simhash_density = 1.0f / 3.0f;  // share of coordinates each SimHash projection reads
+  int minhash_topk = 0;      // minhash set = top-k coordinates by value; 0 = dim / 4
+  int min_active = 0;        // top up the active set with random neurons to this size
+  int max_active = 0;        // keep at most this many (most frequent candidates first); 0 = all
+  std::int64_t rehash_every = 6400;     // samples between re-inserting changed neurons
+  std::int64_t rebuild_every = 128000;  // samples between drawing new hash functions
+  double schedule_growth = 1.0;         // both intervals are multiplied by this after each use
+};
+
+// Bits each code of the family takes.
+int code_bits(const LshConfig& c);
+// Effective table width once defaults are resolved.
+int effective_range_bits(const LshConfig& c);
+// Throws std::invalid_argument naming the bad field.
+void validate(const LshConfig& c, int dim, std::uint32_t num_neurons);
+
+}  // namespace slide

@@ -1,0 +1,109 @@
+#include "lsh/neuron_index.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "common/rng.h"
+
+namespace slide {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+NeuronIndex::NeuronIndex(const LshConfig& c, std::uint32_t neurons, int dim, std::uint64_t seed, int threads)
+    : config_(c),
+      neurons_(neurons),
+      dim_(dim),
+      seed_(seed),
+      threads_(threads),
+      tables_(c.l, effective_range_bits(c), c.bucket_size, c.policy, neurons),
+      codes_(static_cast<std::size_t>(neurons) * c.l),
+      order_(neurons),
+      dirty_(neurons),
+      insertion_(neurons) {
+  counters_.rehash_interval = c.rehash_every;
+  counters_.rebuild_interval = c.rebuild_every;
+  new_family();
+}
+
+void NeuronIndex::new_family() {
+  family_ = make_hash_family(config_, dim_, mix64(seed_ + 0x632BE59BD9B4E019ULL * (counters_.generation + 1)));
+}
+
+std::size_t NeuronIndex::memory_bytes() const {
+  return tables_.memory_bytes() + (codes_.size() + order_.size()) * sizeof(std::uint32_t) + dirty_.size();
+}
+
+void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool only_dirty) {
+  const int L = config_.l;
+  std::int64_t hashed = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : hashed)
+  {
+    HashScratch scratch;
+    family_->prepare(scratch);
+#pragma omp for schedule(dynamic, 256)
+    for (std::int64_t j = 0; j < static_cast<std::int64_t>(neurons_); ++j) {
+      if (only_dirty && !dirty_[j]) continue;
+      family_->buckets(weights + j * stride, codes_.data() + j * L, scratch);
+      ++hashed;
+    }
+  }
+  counters_.rehashed_neurons += hashed;
+}
+
+void NeuronIndex::rebuild(const float* weights, std::size_t stride) {
+  double t0 = now_seconds();
+  ++counters_.generation;
+  new_family();
+  // A fresh random insertion order, so FIFO overflow does not favour low neuron ids.
+  Rng rng(mix64(seed_ ^ (0xBF58476D1CE4E5B9ULL * counters_.generation)));
+  std::iota(order_.data(), order_.data() + neurons_, 0u);
+  for (std::uint32_t i = neurons_ - 1; i > 0; --i) std::swap(order_[i], order_[rng.below(i + 1)]);
+  hash_neurons(weights, stride, /*only_dirty=*/false);
+  dirty_.fill_zero();
+  tables_.build(codes_.data(), order_.data(), rng.next(), threads_);
+  counters_.since_rebuild = 0;
+  counters_.since_rehash = 0;
+  counters_.maintenance_seconds += now_seconds() - t0;
+}
+
+void NeuronIndex::rehash(const float* weights, std::size_t stride) {
+  double t0 = now_seconds();
+  hash_neurons(weights, stride, /*only_dirty=*/true);
+  // Clean neurons first, then the re-hashed ones: under FIFO the fresh entries win the buckets.
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < neurons_; ++i)
+    if (!dirty_[order_[i]]) insertion_[n++] = order_[i];
+  for (std::uint32_t i = 0; i < neurons_; ++i)
+    if (dirty_[order_[i]]) insertion_[n++] = order_[i];
+  std::copy(insertion_.begin(), insertion_.end(), order_.data());
+  dirty_.fill_zero();
+  ++counters_.rehashes;
+  tables_.build(codes_.data(), order_.data(), mix64(seed_ + counters_.rehashes), threads_);
+  counters_.since_rehash = 0;
+  counters_.maintenance_seconds += now_seconds() - t0;
+}
+
+void NeuronIndex::restore() { new_family(); }
+
+void NeuronIndex::after_batch(std::int64_t samples, const float* weights, std::size_t stride) {
+  counters_.since_rebuild += samples;
+  counters_.since_rehash += samples;
+  const double g = config_.schedule_growth;
+  if (counters_.since_rebuild >= counters_.rebuild_interval) {
+    rebuild(weights, stride);
+    counters_.rebuild_interval = static_cast<std::int64_t>(counters_.rebuild_interval * g);
+    counters_.rehash_interval = static_cast<std::int64_t>(counters_.rehash_interval * g);
+  } else if (counters_.since_rehash >= counters_.rehash_interval) {
+    rehash(weights, stride);
+    counters_.rehash_interval = static_cast<std::int64_t>(counters_.rehash_interval * g);
+  }
+}
+
+}  // namespace slide

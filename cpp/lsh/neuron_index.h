@@ -1,0 +1,71 @@
+// The LSH index of one sampled layer: its hash family, the neurons' current bucket ids, the
+// tables, and the maintenance schedule. Neurons whose weights received gradient are marked dirty
+// (a racy byte store from HOGWILD threads, which is harmless) and only they are re-hashed.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/aligned_array.h"
+#include "lsh/hash_family.h"
+#include "lsh/hash_tables.h"
+#include "lsh/lsh_config.h"
+
+namespace slide {
+
+struct IndexCounters {
+  std::int64_t generation = 0;      // number of rebuilds (selects the hash functions)
+  std::int64_t rehash_interval = 0;
+  std::int64_t rebuild_interval = 0;
+  std::int64_t since_rehash = 0;
+  std::int64_t since_rebuild = 0;
+  std::int64_t rehashes = 0;
+  std::int64_t rehashed_neurons = 0;
+  double maintenance_seconds = 0.0;
+};
+
+class NeuronIndex {
+ public:
+  NeuronIndex(const LshConfig& c, std::uint32_t neurons, int dim, std::uint64_t seed, int threads);
+
+  // Draw new hash functions (generation + 1) and hash every neuron.
+  void rebuild(const float* weights, std::size_t stride);
+  // Re-hash the dirty neurons and rebuild the tables, dirty ones inserted last.
+  void rehash(const float* weights, std::size_t stride);
+  // Called after each batch: runs rehash/rebuild when their interval has passed.
+  void after_batch(std::int64_t samples, const float* weights, std::size_t stride);
+  // After a checkpoint restored codes, order and tables: regenerate the hash functions.
+  void restore();
+
+  void mark_dirty(std::uint32_t neuron) { dirty_[neuron] = 1; }
+
+  const LshConfig& config() const { return config_; }
+  const HashFamily& family() const { return *family_; }
+  const HashTables& tables() const { return tables_; }
+  HashTables& tables() { return tables_; }
+  IndexCounters& counters() { return counters_; }
+  const IndexCounters& counters() const { return counters_; }
+  AlignedArray<std::uint32_t>& codes() { return codes_; }
+  AlignedArray<std::uint32_t>& order() { return order_; }
+  AlignedArray<std::uint8_t>& dirty() { return dirty_; }
+  std::size_t memory_bytes() const;
+
+ private:
+  void hash_neurons(const float* weights, std::size_t stride, bool only_dirty);
+  void new_family();
+
+  LshConfig config_;
+  std::uint32_t neurons_;
+  int dim_;
+  std::uint64_t seed_;
+  int threads_;
+  std::unique_ptr<HashFamily> family_;
+  HashTables tables_;
+  AlignedArray<std::uint32_t> codes_;   // neurons x L bucket ids
+  AlignedArray<std::uint32_t> order_;   // insertion order of the last build
+  AlignedArray<std::uint8_t> dirty_;
+  std::vector<std::uint32_t> insertion_;  // scratch for rehash
+  IndexCounters counters_;
+};
+
+}  // namespace slide

@@ -1,0 +1,70 @@
+#include "lsh/wta.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/rng.h"
+
+namespace slide {
+
+namespace {
+constexpr std::uint32_t kEmpty = 0xFFFFFFFFu;
+constexpr int kMaxProbes = 64;
+}  // namespace
+
+Wta::Wta(const LshConfig& c, int dim, std::uint64_t seed, bool densified)
+    : HashFamily(c, dim), bin_size_(c.bin_size), densified_(densified) {
+  const std::size_t n = static_cast<std::size_t>(k_) * l_;
+  coords_.resize(n * bin_size_);
+  Rng rng(seed);
+  probe_seed_ = rng.next();
+  // Windows are consecutive slices of fresh permutations, so a window never repeats a coordinate
+  // and every coordinate is used equally often.
+  std::vector<std::uint32_t> perm(dim);
+  std::size_t filled = 0;
+  while (filled < coords_.size()) {
+    std::iota(perm.begin(), perm.end(), 0u);
+    for (int i = dim - 1; i > 0; --i) std::swap(perm[i], perm[rng.below(i + 1)]);
+    for (int start = 0; start + bin_size_ <= dim && filled < coords_.size(); start += bin_size_)
+      for (int j = 0; j < bin_size_; ++j) coords_[filled++] = perm[start + j];
+  }
+}
+
+void Wta::codes(const float* x, std::uint32_t* out, HashScratch&) const {
+  const std::uint32_t n = static_cast<std::uint32_t>(k_) * l_;
+  const std::uint32_t* c = coords_.data();
+  bool any_empty = false;
+  for (std::uint32_t h = 0; h < n; ++h, c += bin_size_) {
+    float best = 0.0f;
+    std::uint32_t arg = kEmpty;
+    for (int j = 0; j < bin_size_; ++j) {
+      float v = x[c[j]];
+      if (densified_ && v == 0.0f) continue;
+      if (arg == kEmpty || v > best) {
+        best = v;
+        arg = static_cast<std::uint32_t>(j);
+      }
+    }
+    out[h] = arg;
+    any_empty |= (arg == kEmpty);
+  }
+  if (!any_empty) return;
+  // Densification: an empty window borrows the code of the first non-empty window on its probe
+  // path. The path depends only on the window index, so equal inputs borrow identically.
+  for (std::uint32_t h = 0; h < n; ++h) {
+    if (out[h] != kEmpty && out[h] < static_cast<std::uint32_t>(bin_size_)) continue;
+    std::uint32_t code = 0;
+    for (int attempt = 1; attempt <= kMaxProbes; ++attempt) {
+      std::uint32_t src = static_cast<std::uint32_t>(
+          (mix64(probe_seed_ ^ (static_cast<std::uint64_t>(h) << 8) ^ attempt) >> 32) * n >> 32);
+      if (out[src] < static_cast<std::uint32_t>(bin_size_)) {
+        code = out[src];
+        break;
+      }
+    }
+    out[h] = code | 0x80000000u;  // marked as borrowed so later windows never borrow a borrowed code
+  }
+  for (std::uint32_t h = 0; h < n; ++h) out[h] &= 0x7FFFFFFFu;
+}
+
+}  // namespace slide

@@ -1,0 +1,174 @@
+#include "nn/network.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/rng.h"
+
+namespace slide {
+
+Network::Network(const NetworkConfig& config)
+    : input((validate(config), config.input_dim), config.layers[0].size, config.optimizer.kind), config_(config) {
+  std::uint32_t prev = config.layers[0].size;
+  layers.reserve(config.layers.size() - 1);
+  for (std::size_t i = 1; i < config.layers.size(); ++i) {
+    const bool is_output = i + 1 == config.layers.size();
+    layers.emplace_back(config.layers[i], prev, config.optimizer.kind, is_output,
+                        mix64(config.seed + 0x1000 * i), config.threads);
+    prev = config.layers[i].size;
+  }
+  init_weights();
+  rebuild_tables();
+  for (int t = 0; t < config_.threads; ++t) states_.push_back(make_state(t));
+}
+
+std::unique_ptr<ThreadState> Network::make_state(int thread) const {
+  auto ts = std::make_unique<ThreadState>(config_.seed + static_cast<std::uint64_t>(thread));
+  ts->layers.resize(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) layers[i].prepare(ts->layers[i]);
+  return ts;
+}
+
+void Network::init_weights() {
+  // Row r of a matrix draws from its own generator, so initialisation is parallel and still a
+  // function of the seed alone.
+  auto init = [this](Parameters& p, float stddev, std::uint64_t salt) {
+#pragma omp parallel for num_threads(config_.threads) schedule(static)
+    for (std::int64_t r = 0; r < static_cast<std::int64_t>(p.rows); ++r) {
+      Rng rng(mix64(config_.seed ^ salt) + static_cast<std::uint64_t>(r));
+      float* w = p.row(static_cast<std::uint32_t>(r));
+      for (std::uint32_t c = 0; c < p.cols; ++c) w[c] = stddev * rng.normal();
+    }
+  };
+  init(input.table, 0.1f, 0x11);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const float fan_in = static_cast<float>(layers[i].params.cols);
+    const float stddev = layers[i].is_output() ? 1.0f / std::sqrt(fan_in) : std::sqrt(2.0f / fan_in);
+    init(layers[i].params, stddev, 0x22 + i);
+  }
+}
+
+void Network::rebuild_tables() {
+  for (FcLayer& l : layers)
+    if (l.index()) l.index()->rebuild(l.params.weight.data(), l.params.stride);
+}
+
+std::size_t Network::memory_bytes() const {
+  std::size_t total = input.table.memory_bytes() + input.bias.memory_bytes();
+  for (const FcLayer& l : layers) total += l.params.memory_bytes() + (l.index() ? l.index()->memory_bytes() : 0);
+  return total;
+}
+
+void Network::infer(ThreadState& ts, const SampleView& s, Mode mode, int min_active, Rng& rng) {
+  input.forward(s, ts.hidden0);
+  const Activations* in = &ts.hidden0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const bool last = i + 1 == layers.size();
+    layers[i].forward(*in, ts.layers[i], mode, last ? s.labels : nullptr, last ? s.num_labels : 0,
+                      last ? min_active : 0, rng);
+    in = &ts.layers[i].out;
+  }
+}
+
+float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
+  const Activations& out = ts.layers.back().out;
+  if (s.num_labels == 0 || out.count == 0) return 0.0f;
+  float mx = out.values[0];
+  for (std::uint32_t p = 1; p < out.count; ++p) mx = std::max(mx, out.values[p]);
+  double sum = 0.0;
+  for (std::uint32_t p = 0; p < out.count; ++p) sum += std::exp(static_cast<double>(out.values[p] - mx));
+  const double log_z = mx + std::log(sum);
+  // Labels sit at their own index in a dense output and first, in order, in a sampled one.
+  double loss = 0.0;
+  for (int i = 0; i < s.num_labels; ++i) {
+    const std::uint32_t p = out.dense ? static_cast<std::uint32_t>(s.labels[i]) : static_cast<std::uint32_t>(i);
+    loss += log_z - out.values[p];
+  }
+  return static_cast<float>(loss / s.num_labels);
+}
+
+float Network::train_sample(ThreadState& ts, const SampleView& s) {
+  if (s.num_labels == 0) return 0.0f;  // no target: nothing to learn from this sample
+  infer(ts, s, Mode::kTrain, 0, ts.rng);
+  // Softmax over the active outputs; the target spreads 1/|labels| over the true labels.
+  LayerScratch& top = ts.layers.back();
+  Activations& out = top.out;
+  float mx = out.values[0];
+  for (std::uint32_t p = 1; p < out.count; ++p) mx = std::max(mx, out.values[p]);
+  float sum = 0.0f;
+  for (std::uint32_t p = 0; p < out.count; ++p) {
+    out.delta[p] = std::exp(out.values[p] - mx);
+    sum += out.delta[p];
+  }
+  const float inv = 1.0f / sum;
+  for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= inv;
+  const float target = 1.0f / static_cast<float>(s.num_labels);
+  double loss = 0.0;
+  for (int i = 0; i < s.num_labels; ++i) {
+    const std::uint32_t p = out.dense ? static_cast<std::uint32_t>(s.labels[i]) : static_cast<std::uint32_t>(i);
+    loss -= std::log(std::max(out.delta[p], 1e-30f));
+    out.delta[p] -= target;
+  }
+  ts.active += out.count;
+
+  // Backward through the fully connected layers, then the embedding.
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    Activations& in = i == 0 ? ts.hidden0 : ts.layers[i - 1].out;
+    std::fill(in.delta.begin(), in.delta.begin() + in.count, 0.0f);
+    layers[i].backward(in, ts.layers[i], /*input_delta=*/true);
+    for (std::uint32_t p = 0; p < in.count; ++p)  // ReLU'
+      if (in.values[p] <= 0.0f) in.delta[p] = 0.0f;
+  }
+  input.backward(s, ts.hidden0.delta.data(), ts.input_touched);
+  ++ts.samples;
+  return static_cast<float>(loss / s.num_labels);
+}
+
+void Network::apply_updates(float lr, std::int64_t samples) {
+  if (samples <= 0) return;
+  ++step;
+  samples_seen += samples;
+  const float scale = 1.0f / static_cast<float>(samples);
+  const OptimizerConfig& opt = config_.optimizer;
+  const int T = config_.threads;
+  std::vector<std::vector<std::uint32_t>> lists(T);
+  for (int t = 0; t < T; ++t) lists[t].swap(states_[t]->input_touched);
+  input.table.update(lists.data(), T, opt, lr, step, scale, T);
+  input.bias.update(nullptr, 0, opt, lr, step, scale, T);
+  for (int t = 0; t < T; ++t) {
+    lists[t].swap(states_[t]->input_touched);
+    states_[t]->input_touched.clear();
+  }
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    FcLayer& l = layers[i];
+    if (!l.sampled()) {
+      l.params.update(nullptr, 0, opt, lr, step, scale, T);
+      continue;
+    }
+    for (int t = 0; t < T; ++t) lists[t].swap(states_[t]->layers[i].touched);
+    l.params.update(lists.data(), T, opt, lr, step, scale, T);
+    for (int t = 0; t < T; ++t) {
+      lists[t].swap(states_[t]->layers[i].touched);
+      states_[t]->layers[i].touched.clear();
+    }
+  }
+}
+
+void Network::maintain_tables(std::int64_t samples) {
+  for (FcLayer& l : layers)
+    if (l.index()) l.index()->after_batch(samples, l.params.weight.data(), l.params.stride);
+}
+
+void Network::clear_gradients() {
+  input.table.clear_gradients();
+  input.bias.clear_gradients();
+  for (FcLayer& l : layers) l.params.clear_gradients();
+  for (auto& ts : states_) {
+    ts->input_touched.clear();
+    for (LayerScratch& s : ts->layers) s.touched.clear();
+  }
+}
+
+}  // namespace slide

@@ -1,0 +1,54 @@
+// The network: input embedding, fully connected layers (dense or LSH-sampled), softmax output.
+// Works on one sample at a time inside a HOGWILD thread; gradients are summed into shared
+// buffers and applied by `apply_updates` at the batch boundary.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/sparse_view.h"
+#include "nn/fc_layer.h"
+#include "nn/input_layer.h"
+#include "nn/network_config.h"
+#include "nn/thread_state.h"
+
+namespace slide {
+
+class Network {
+ public:
+  explicit Network(const NetworkConfig& config);
+
+  // Forward + backward for one training sample; returns its loss (0 for a sample without labels).
+  float train_sample(ThreadState& ts, const SampleView& s);
+  // Forward only; the output layer's activations are left in ts.layers.back().out.
+  // `rng` feeds the random top-up of sampled layers.
+  void infer(ThreadState& ts, const SampleView& s, Mode mode, int min_active, Rng& rng);
+  // Softmax cross-entropy of the output activations against the labels (dense or active set).
+  float loss_of(const ThreadState& ts, const SampleView& s) const;
+
+  // Optimizer step over the rows touched since the last call; `samples` is the batch size.
+  void apply_updates(float lr, std::int64_t samples);
+  // Rehash / rebuild the sampled layers when their schedule says so.
+  void maintain_tables(std::int64_t samples);
+  void rebuild_tables();
+  void clear_gradients();
+
+  const NetworkConfig& config() const { return config_; }
+  int threads() const { return config_.threads; }
+  ThreadState& state(int t) { return *states_[t]; }
+  std::size_t memory_bytes() const;
+
+  InputLayer input;
+  std::vector<FcLayer> layers;
+  std::int64_t step = 0;          // optimizer steps taken
+  std::int64_t samples_seen = 0;
+
+ private:
+  void init_weights();
+  std::unique_ptr<ThreadState> make_state(int thread) const;
+
+  NetworkConfig config_;
+  std::vector<std::unique_ptr<ThreadState>> states_;
+};
+
+}  // namespace slide

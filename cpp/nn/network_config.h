@@ -1,0 +1,28 @@
+// The shape and training settings of a network: a sparse input layer, then fully connected layers
+// (the last is the softmax output), each dense or LSH-sampled.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "lsh/lsh_config.h"
+#include "nn/parameters.h"
+
+namespace slide {
+
+struct LayerConfig {
+  std::uint32_t size = 0;
+  bool sampled = false;
+  LshConfig lsh;
+};
+
+struct NetworkConfig {
+  std::uint32_t input_dim = 0;
+  std::vector<LayerConfig> layers;  // hidden layers first; the last one is the output layer
+  OptimizerConfig optimizer;
+  int threads = 1;
+  std::uint64_t seed = 0;
+};
+
+void validate(const NetworkConfig& c);  // throws std::invalid_argument naming the field
+
+}  // namespace slide

@@ -1,0 +1,48 @@
+// One weight matrix with its bias, optimizer moments and gradient accumulators. Rows are padded
+// to 64 bytes. Gradients are summed into `grad` by HOGWILD threads without locks (a lost update
+// now and then is the accepted price, as in SLIDE); the rows that received gradient are collected
+// once each via an atomic flag so the optimizer visits only them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "common/aligned_array.h"
+#include "simd/kernels.h"
+
+namespace slide {
+
+enum class OptimizerKind { kAdam, kSgd };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdam;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+};
+
+class Parameters {
+ public:
+  Parameters(std::uint32_t rows, std::uint32_t cols, OptimizerKind kind, bool row_bias = true);
+
+  float* row(std::uint32_t r) { return weight.data() + static_cast<std::size_t>(r) * stride; }
+  const float* row(std::uint32_t r) const { return weight.data() + static_cast<std::size_t>(r) * stride; }
+  float* grad_row(std::uint32_t r) { return grad.data() + static_cast<std::size_t>(r) * stride; }
+
+  // True for the first caller that touches `r` since the last update.
+  bool claim(std::uint32_t r) { return __atomic_exchange_n(&touched[r], std::uint8_t{1}, __ATOMIC_RELAXED) == 0; }
+
+  // Optimizer step over the listed rows (all rows when `rows` is null) and the bias entries.
+  void update(const std::vector<std::uint32_t>* rows, std::size_t count, const OptimizerConfig& opt, float lr,
+              std::int64_t step, float grad_scale, int threads);
+  void clear_gradients();
+  std::size_t memory_bytes() const;
+
+  std::uint32_t rows, cols;
+  bool row_bias;
+  std::size_t stride;
+  AlignedArray<float> weight, grad, adam_m, adam_v;
+  AlignedArray<float> bias, bias_grad, bias_m, bias_v;
+  AlignedArray<std::uint8_t> touched;
+};
+
+}  // namespace slide

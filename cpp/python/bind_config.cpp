@@ -1,0 +1,58 @@
+#include "lsh/lsh_config.h"
+#include "nn/network_config.h"
+#include "python/bindings.h"
+
+#include <pybind11/stl.h>
+
+namespace slide::python {
+
+void bind_config(py::module_& m) {
+  py::enum_<HashKind>(m, "HashKind")
+      .value("simhash", HashKind::kSimHash)
+      .value("wta", HashKind::kWta)
+      .value("dwta", HashKind::kDwta)
+      .value("minhash", HashKind::kMinHash);
+  py::enum_<BucketPolicy>(m, "BucketPolicy").value("fifo", BucketPolicy::kFifo).value("reservoir", BucketPolicy::kReservoir);
+  py::enum_<OptimizerKind>(m, "OptimizerKind").value("adam", OptimizerKind::kAdam).value("sgd", OptimizerKind::kSgd);
+
+  py::class_<LshConfig>(m, "LshConfig")
+      .def(py::init<>())
+      .def_readwrite("family", &LshConfig::family)
+      .def_readwrite("k", &LshConfig::k)
+      .def_readwrite("l", &LshConfig::l)
+      .def_readwrite("range_bits", &LshConfig::range_bits)
+      .def_readwrite("bin_size", &LshConfig::bin_size)
+      .def_readwrite("bucket_size", &LshConfig::bucket_size)
+      .def_readwrite("policy", &LshConfig::policy)
+      .def_readwrite("simhash_density", &LshConfig::simhash_density)
+      .def_readwrite("minhash_topk", &LshConfig::minhash_topk)
+      .def_readwrite("min_active", &LshConfig::min_active)
+      .def_readwrite("max_active", &LshConfig::max_active)
+      .def_readwrite("rehash_every", &LshConfig::rehash_every)
+      .def_readwrite("rebuild_every", &LshConfig::rebuild_every)
+      .def_readwrite("schedule_growth", &LshConfig::schedule_growth)
+      .def_property_readonly("effective_range_bits", [](const LshConfig& c) { return effective_range_bits(c); });
+
+  py::class_<LayerConfig>(m, "LayerConfig")
+      .def(py::init<>())
+      .def_readwrite("size", &LayerConfig::size)
+      .def_readwrite("sampled", &LayerConfig::sampled)
+      .def_readwrite("lsh", &LayerConfig::lsh);
+
+  py::class_<OptimizerConfig>(m, "OptimizerConfig")
+      .def(py::init<>())
+      .def_readwrite("kind", &OptimizerConfig::kind)
+      .def_readwrite("beta1", &OptimizerConfig::beta1)
+      .def_readwrite("beta2", &OptimizerConfig::beta2)
+      .def_readwrite("eps", &OptimizerConfig::eps);
+
+  py::class_<NetworkConfig>(m, "NetworkConfig")
+      .def(py::init<>())
+      .def_readwrite("input_dim", &NetworkConfig::input_dim)
+      .def_readwrite("layers", &NetworkConfig::layers)
+      .def_readwrite("optimizer", &NetworkConfig::optimizer)
+      .def_readwrite("threads", &NetworkConfig::threads)
+      .def_readwrite("seed", &NetworkConfig::seed);
+}
+
+}  // namespace slide::python

@@ -1,0 +1,47 @@
+// Run-time SIMD level, plus direct access to every level's kernels so the tests can hold each
+// one against the scalar code.
+#include <pybind11/stl.h>
+
+#include "common/check.h"
+#include "python/bindings.h"
+#include "simd/kernels.h"
+
+namespace slide::python {
+
+namespace {
+const Kernels& level_kernels(const std::string& name) {
+  const Kernels* k = kernels_for(parse_simd_level(name));
+  SLIDE_REQUIRE(k != nullptr, "SIMD level '" << name << "' is not supported by this CPU");
+  return *k;
+}
+using F = py::array_t<float, py::array::c_style>;
+}  // namespace
+
+void bind_simd(py::module_& m) {
+  m.def("simd_level", [] { return std::string(kernels().name); });
+  m.def("available_simd_levels", [] {
+    std::vector<std::string> out;
+    for (SimdLevel l : available_simd_levels()) out.push_back(kernels_for(l)->name);
+    return out;
+  });
+  m.def("_kernel_dot", [](const std::string& level, const F& a, const F& b) {
+    SLIDE_REQUIRE(a.size() == b.size(), "length mismatch");
+    return level_kernels(level).dot(a.data(), b.data(), a.size());
+  });
+  m.def("_kernel_axpy", [](const std::string& level, float alpha, const F& x, F y) {
+    SLIDE_REQUIRE(x.size() == y.size(), "length mismatch");
+    level_kernels(level).axpy(alpha, x.data(), y.mutable_data(), x.size());
+  });
+  m.def("_kernel_adam", [](const std::string& level, F w, F mo, F v, F g, float lr, float b1, float b2, float eps,
+                           float scale) {
+    SLIDE_REQUIRE(w.size() == mo.size() && w.size() == v.size() && w.size() == g.size(), "length mismatch");
+    AdamStep s{lr, b1, b2, eps, scale};
+    level_kernels(level).adam(w.mutable_data(), mo.mutable_data(), v.mutable_data(), g.mutable_data(), w.size(), s);
+  });
+  m.def("_kernel_sgd", [](const std::string& level, F w, F g, float lr) {
+    SLIDE_REQUIRE(w.size() == g.size(), "length mismatch");
+    level_kernels(level).sgd(w.mutable_data(), g.mutable_data(), w.size(), lr);
+  });
+}
+
+}  // namespace slide::python

@@ -1,0 +1,15 @@
+// The extension module slide._core is assembled from one file per concern.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+namespace slide::python {
+
+namespace py = pybind11;
+
+void bind_config(py::module_& m);
+void bind_network(py::module_& m);
+void bind_simd(py::module_& m);
+void bind_lsh(py::module_& m);
+
+}  // namespace slide::python

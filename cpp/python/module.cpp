@@ -1,0 +1,10 @@
+#include "python/bindings.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "slide's C++ engine. Use the `slide` package; this module is its thin binding.";
+  m.attr("__version__") = SLIDE_VERSION;
+  slide::python::bind_config(m);
+  slide::python::bind_simd(m);
+  slide::python::bind_lsh(m);
+  slide::python::bind_network(m);
+}

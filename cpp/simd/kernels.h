@@ -1,0 +1,45 @@
+// One dispatch header for the hot kernels (faiss style): each ISA has its own file compiled with
+// its own flags; the level is chosen once at run time from the CPU and the OS, overridable with
+// SLIDE_SIMD=scalar|avx2|avx512. Nothing is swapped after the first call.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace slide {
+
+enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+struct AdamStep {
+  float lr;     // already bias-corrected
+  float beta1;
+  float beta2;
+  float eps;
+  float grad_scale;  // gradients are accumulated as sums; this turns them into means
+};
+
+struct Kernels {
+  SimdLevel level;
+  const char* name;
+  float (*dot)(const float* a, const float* b, std::size_t n);
+  // y += a * x
+  void (*axpy)(float a, const float* x, float* y, std::size_t n);
+  // Lazy Adam on one row; reads and then zeroes the gradient accumulator g.
+  void (*adam)(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep& s);
+  // Plain SGD on one row; zeroes g.
+  void (*sgd)(float* w, float* g, std::size_t n, float lr_times_scale);
+};
+
+const Kernels& kernels();                        // the chosen level, fixed for the process
+const Kernels* kernels_for(SimdLevel level);     // nullptr when this CPU cannot run it
+std::vector<SimdLevel> available_simd_levels();
+SimdLevel parse_simd_level(const std::string& name);  // throws std::invalid_argument
+
+// Per-ISA tables (defined in kernels_<isa>.cpp).
+const Kernels& scalar_kernels();
+#ifdef SLIDE_HAVE_X86
+const Kernels& avx2_kernels();
+const Kernels& avx512_kernels();
+#endif
+
+}  // namespace slide

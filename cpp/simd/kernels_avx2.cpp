@@ -1,0 +1,87 @@
+// Compiled with -mavx2 -mfma; only called after the CPU check in dispatch.cpp.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "simd/kernels.h"
+
+namespace slide {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+  return _mm_cvtss_f32(lo);
+}
+
+float dot(const float* a, const float* b, std::size_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void axpy(float a, const float* x, float* y, std::size_t n) {
+  __m256 va = _mm256_set1_ps(a);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void adam(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep& s) {
+  const __m256 b1 = _mm256_set1_ps(s.beta1), b2 = _mm256_set1_ps(s.beta2);
+  const __m256 c1 = _mm256_set1_ps(1.0f - s.beta1), c2 = _mm256_set1_ps(1.0f - s.beta2);
+  const __m256 lr = _mm256_set1_ps(s.lr), eps = _mm256_set1_ps(s.eps);
+  const __m256 sc = _mm256_set1_ps(s.grad_scale), zero = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), sc);
+    __m256 mi = _mm256_fmadd_ps(b1, _mm256_loadu_ps(m + i), _mm256_mul_ps(c1, gi));
+    __m256 vi = _mm256_fmadd_ps(b2, _mm256_loadu_ps(v + i), _mm256_mul_ps(c2, _mm256_mul_ps(gi, gi)));
+    __m256 den = _mm256_add_ps(_mm256_sqrt_ps(vi), eps);
+    __m256 wi = _mm256_sub_ps(_mm256_loadu_ps(w + i), _mm256_div_ps(_mm256_mul_ps(lr, mi), den));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(w + i, wi);
+    _mm256_storeu_ps(g + i, zero);
+  }
+  for (; i < n; ++i) {
+    float gi = g[i] * s.grad_scale;
+    m[i] = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
+    v[i] = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
+    w[i] -= s.lr * m[i] / (std::sqrt(v[i]) + s.eps);
+    g[i] = 0.0f;
+  }
+}
+
+void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
+  const __m256 lr = _mm256_set1_ps(lr_times_scale), zero = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(w + i, _mm256_fnmadd_ps(lr, _mm256_loadu_ps(g + i), _mm256_loadu_ps(w + i)));
+    _mm256_storeu_ps(g + i, zero);
+  }
+  for (; i < n; ++i) {
+    w[i] -= lr_times_scale * g[i];
+    g[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+const Kernels& avx2_kernels() {
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd};
+  return k;
+}
+
+}  // namespace slide

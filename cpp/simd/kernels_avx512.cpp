@@ -1,0 +1,78 @@
+// Compiled with -mavx512f (+bw/dq/vl); only called after the CPU and OS checks in dispatch.cpp.
+// Tails use masked loads, so no length needs padding.
+#include <immintrin.h>
+
+#include "simd/kernels.h"
+
+namespace slide {
+namespace {
+
+inline __mmask16 tail_mask(std::size_t rem) { return static_cast<__mmask16>((1u << rem) - 1u); }
+
+float dot(const float* a, const float* b, std::size_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+  if (i < n) {
+    __mmask16 k = tail_mask(n - i);
+    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), acc1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+void axpy(float a, const float* x, float* y, std::size_t n) {
+  __m512 va = _mm512_set1_ps(a);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    __mmask16 k = tail_mask(n - i);
+    __m512 r = _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i));
+    _mm512_mask_storeu_ps(y + i, k, r);
+  }
+}
+
+inline void adam_block(float* w, float* m, float* v, float* g, __mmask16 k, const AdamStep& s) {
+  const __m512 b1 = _mm512_set1_ps(s.beta1), b2 = _mm512_set1_ps(s.beta2);
+  const __m512 c1 = _mm512_set1_ps(1.0f - s.beta1), c2 = _mm512_set1_ps(1.0f - s.beta2);
+  __m512 gi = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g), _mm512_set1_ps(s.grad_scale));
+  __m512 mi = _mm512_fmadd_ps(b1, _mm512_maskz_loadu_ps(k, m), _mm512_mul_ps(c1, gi));
+  __m512 vi = _mm512_fmadd_ps(b2, _mm512_maskz_loadu_ps(k, v), _mm512_mul_ps(c2, _mm512_mul_ps(gi, gi)));
+  __m512 den = _mm512_add_ps(_mm512_sqrt_ps(vi), _mm512_set1_ps(s.eps));
+  __m512 step = _mm512_div_ps(_mm512_mul_ps(_mm512_set1_ps(s.lr), mi), den);
+  __m512 wi = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, w), step);
+  _mm512_mask_storeu_ps(m, k, mi);
+  _mm512_mask_storeu_ps(v, k, vi);
+  _mm512_mask_storeu_ps(w, k, wi);
+  _mm512_mask_storeu_ps(g, k, _mm512_setzero_ps());
+}
+
+void adam(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep& s) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) adam_block(w + i, m + i, v + i, g + i, 0xFFFF, s);
+  if (i < n) adam_block(w + i, m + i, v + i, g + i, tail_mask(n - i), s);
+}
+
+void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
+  const __m512 lr = _mm512_set1_ps(lr_times_scale);
+  std::size_t i = 0;
+  for (; i < n; i += 16) {
+    __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    __m512 wi = _mm512_fnmadd_ps(lr, _mm512_maskz_loadu_ps(k, g + i), _mm512_maskz_loadu_ps(k, w + i));
+    _mm512_mask_storeu_ps(w + i, k, wi);
+    _mm512_mask_storeu_ps(g + i, k, _mm512_setzero_ps());
+  }
+}
+
+}  // namespace
+
+const Kernels& avx512_kernels() {
+  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd};
+  return k;
+}
+
+}  // namespace slide

@@ -1,0 +1,16 @@
+// Top-k prediction: exact (every output neuron, blocked so each weight row is read once per block
+// of samples) or LSH-sparse (only the neurons the tables retrieve, as in training).
+#pragma once
+#include <cstdint>
+
+#include "common/sparse_view.h"
+#include "nn/network.h"
+
+namespace slide {
+
+void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores);
+
+// Mean softmax cross-entropy over the rows that have labels (exact: every output neuron).
+double mean_loss(Network& net, const CsrFloat& x, const CsrIds& y);
+
+}  // namespace slide

@@ -1,0 +1,84 @@
+"""Configuration of an LSH-sampled layer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+from . import _core
+
+HashFamilyName = Literal["dwta", "wta", "simhash", "minhash"]
+BucketPolicyName = Literal["fifo", "reservoir"]
+
+
+@dataclass(frozen=True)
+class LSHConfig:
+    """How a sampled layer finds its active neurons.
+
+    The defaults are the SLIDE paper's Amazon-670K output layer: DWTA hashing with windows of 8,
+    K=6 codes per table (18-bit buckets), L=50 tables, at most 128 ids per bucket (FIFO), tables
+    refreshed every 6,400 samples and rebuilt with new hash functions every 128,000.
+
+    Attributes:
+        family: ``"dwta"`` (densified winner-take-all), ``"wta"``, ``"simhash"`` (sparse random
+            projections) or ``"minhash"`` (densified one-permutation minhash of the top coordinates).
+        k: codes per table. ``k`` times the bits per code (1 for SimHash, log2(bin_size)
+            otherwise) must be at most 32.
+        l: number of tables.
+        range_bits: buckets per table = 2**range_bits (1..24); 0 picks min(k * code bits, 18).
+        bin_size: WTA/DWTA window size; also sets the bits per code for WTA, DWTA and minhash.
+        bucket_size: ids kept per bucket.
+        bucket_policy: on overflow ``"fifo"`` keeps the latest inserted, ``"reservoir"`` a uniform sample.
+        simhash_density: share of input coordinates each SimHash projection reads.
+        minhash_topk: minhash hashes the set of the top-k coordinates; 0 means dim / 4.
+        min_active: top the active set up with random neurons to at least this many.
+        max_active: keep at most this many (those found in the most tables); 0 keeps all.
+        rehash_every: samples between re-inserting neurons whose weights changed.
+        rebuild_every: samples between drawing new hash functions and rebuilding the tables.
+        schedule_growth: both intervals are multiplied by this after each use (>= 1; the SLIDE
+            paper's decaying schedule is ~1.1).
+    """
+
+    family: HashFamilyName = "dwta"
+    k: int = 6
+    l: int = 50
+    range_bits: int = 0
+    bin_size: int = 8
+    bucket_size: int = 128
+    bucket_policy: BucketPolicyName = "fifo"
+    simhash_density: float = 1.0 / 3.0
+    minhash_topk: int = 0
+    min_active: int = 0
+    max_active: int = 0
+    rehash_every: int = 6400
+    rebuild_every: int = 128_000
+    schedule_growth: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.family not in ("dwta", "wta", "simhash", "minhash"):
+            raise ValueError(f"LSHConfig.family must be 'dwta', 'wta', 'simhash' or 'minhash', got {self.family!r}")
+        if self.bucket_policy not in ("fifo", "reservoir"):
+            raise ValueError(f"LSHConfig.bucket_policy must be 'fifo' or 'reservoir', got {self.bucket_policy!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", int) and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"LSHConfig.{f.name} must be an integer, got {value!r}")
+        # The remaining range checks live in C++ (lsh_config.cpp) and surface as ValueError.
+
+    def to_core(self) -> _core.LshConfig:
+        c = _core.LshConfig()
+        c.family = getattr(_core.HashKind, self.family)
+        c.policy = getattr(_core.BucketPolicy, self.bucket_policy)
+        for name in ("k", "l", "range_bits", "bin_size", "bucket_size", "minhash_topk", "min_active",
+                     "max_active", "rehash_every", "rebuild_every"):
+            setattr(c, name, int(getattr(self, name)))
+        c.simhash_density = float(self.simhash_density)
+        c.schedule_growth = float(self.schedule_growth)
+        return c
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LSHConfig":
+        return cls(**d)

@@ -1,0 +1,345 @@
+"""The user-facing network: sparse input -> dense hidden layers -> a huge softmax output that is
+either dense (full softmax, the exact reference) or sampled by LSH (SLIDE)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core
+from ._inputs import LabelsLike, as_features, as_labels
+from .config import LSHConfig
+from .metrics import ranking_report
+from .schedules import Schedule, check_schedule, lr_multiplier
+
+log = logging.getLogger("slide")
+
+_DEFAULT_LSH = LSHConfig()
+
+
+def default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class History:
+    """What `fit` measured: one dict per epoch (loss, samples/s, validation metrics, ...)."""
+
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.epochs[i]
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+
+class Network:
+    """A network for extreme classification trained with LSH-sampled softmax (SLIDE).
+
+    Args:
+        input_dim: number of sparse input features.
+        output_dim: number of labels (output neurons).
+        hidden: sizes of the hidden ReLU layers; the first is the sparse-input embedding.
+        lsh: how the output layer samples its active neurons; ``None`` trains the full softmax.
+        hidden_lsh: optional per-hidden-layer LSH configs (``None`` = dense); the first hidden
+            layer cannot be sampled.
+        optimizer: ``"adam"`` (lazy: only rows that received gradient are updated) or ``"sgd"``.
+        learning_rate: base learning rate.
+        lr_schedule: ``"constant"``, ``"linear"``, ``"cosine"`` or ``f(step, total_steps)``.
+        beta1, beta2, eps: Adam's parameters.
+        threads: worker threads (HOGWILD); default: the CPUs this process may use.
+        seed: seeds the weights, the hash functions and the per-thread generators; with
+            ``threads=1`` training is reproducible bit for bit.
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int,
+        hidden: Sequence[int] = (128,),
+        *,
+        lsh: Optional[LSHConfig] = _DEFAULT_LSH,
+        hidden_lsh: Optional[Sequence[Optional[LSHConfig]]] = None,
+        optimizer: str = "adam",
+        learning_rate: float = 1e-3,
+        lr_schedule: Schedule = "constant",
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        eps: float = 1e-8,
+        threads: Optional[int] = None,
+        seed: int = 0,
+    ) -> None:
+        _check_int("input_dim", input_dim, 1)
+        _check_int("output_dim", output_dim, 1)
+        hidden = tuple(hidden)
+        if not hidden:
+            raise ValueError("hidden must name at least one hidden layer size")
+        for h in hidden:
+            _check_int("hidden layer size", h, 1)
+        if lsh is not None and not isinstance(lsh, LSHConfig):
+            raise ValueError(f"lsh must be an LSHConfig or None, got {type(lsh).__name__}")
+        hidden_lsh = tuple(hidden_lsh) if hidden_lsh is not None else (None,) * len(hidden)
+        if len(hidden_lsh) != len(hidden):
+            raise ValueError(f"hidden_lsh has {len(hidden_lsh)} entries for {len(hidden)} hidden layers")
+        if hidden_lsh[0] is not None:
+            raise ValueError("the first hidden layer (the sparse-input embedding) cannot be sampled")
+        if optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        if not (np.isfinite(learning_rate) and learning_rate > 0):
+            raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
+        check_schedule(lr_schedule)
+        threads = default_threads() if threads is None else threads
+        _check_int("threads", threads, 1)
+        _check_int("seed", seed, 0)
+
+        self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
+        self.lsh, self.hidden_lsh = lsh, hidden_lsh
+        self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
+        self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
+        self.threads, self.seed = int(threads), int(seed)
+        self.interrupted = False
+        self._core = _core.Network(self._core_config())
+
+    # ----------------------------------------------------------------- configuration
+    def _core_config(self) -> _core.NetworkConfig:
+        c = _core.NetworkConfig()
+        c.input_dim = self.input_dim
+        layers = []
+        for size, cfg in zip(self.hidden, self.hidden_lsh):
+            layers.append(_layer(size, cfg))
+        layers.append(_layer(self.output_dim, self.lsh))
+        c.layers = layers
+        o = _core.OptimizerConfig()
+        o.kind = getattr(_core.OptimizerKind, self.optimizer)
+        o.beta1, o.beta2, o.eps = self.beta1, self.beta2, self.eps
+        c.optimizer = o
+        c.threads = self.threads
+        c.seed = self.seed
+        return c
+
+    def get_config(self) -> dict[str, Any]:
+        """The constructor arguments, JSON-serialisable (callable schedules are not)."""
+        if callable(self.lr_schedule):
+            raise ValueError("a network with a callable lr_schedule cannot be serialised; use a named schedule")
+        return {
+            "input_dim": self.input_dim,
+            "output_dim": self.output_dim,
+            "hidden": list(self.hidden),
+            "lsh": self.lsh.to_dict() if self.lsh else None,
+            "hidden_lsh": [c.to_dict() if c else None for c in self.hidden_lsh],
+            "optimizer": self.optimizer,
+            "learning_rate": self.learning_rate,
+            "lr_schedule": self.lr_schedule,
+            "beta1": self.beta1,
+            "beta2": self.beta2,
+            "eps": self.eps,
+            "threads": self.threads,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], **overrides: Any) -> "Network":
+        c = dict(config)
+        c["lsh"] = LSHConfig.from_dict(c["lsh"]) if c.get("lsh") else None
+        c["hidden_lsh"] = [LSHConfig.from_dict(h) if h else None for h in c.get("hidden_lsh", [])] or None
+        c.update(overrides)
+        return cls(**c)
+
+    @property
+    def sampled(self) -> bool:
+        return self.lsh is not None
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held by weights, optimizer state, gradient buffers and hash tables."""
+        return int(self._core.memory_bytes)
+
+    def __repr__(self) -> str:
+        out = f"sampled by {self.lsh.family.upper()} (K={self.lsh.k}, L={self.lsh.l})" if self.lsh else "dense"
+        return (f"Network({self.input_dim} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim}, "
+                f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, threads={self.threads})")
+
+    # ----------------------------------------------------------------- training
+    def fit(
+        self,
+        X,
+        Y: LabelsLike,
+        *,
+        epochs: int = 1,
+        batch_size: int = 128,
+        validation_data: Optional[tuple[Any, LabelsLike]] = None,
+        validation_mode: str = "dense",
+        shuffle: bool = True,
+        progress: bool = True,
+        callback=None,
+    ) -> History:
+        """Train on X (samples x input_dim, sparse) and Y (labels).
+
+        Args:
+            X: float features, scipy.sparse (CSR preferred) or a 2-D NumPy array.
+            Y: a sparse samples x output_dim label matrix or a list of label-id arrays.
+            epochs: passes over the data.
+            batch_size: samples per optimizer step (spread over the threads).
+            validation_data: (X_val, Y_val) evaluated after each epoch (P@1/3/5, nDCG@1/3/5).
+            validation_mode: ``"dense"`` (exact) or ``"sparse"`` (LSH inference) for validation.
+            shuffle: reshuffle the samples every epoch (seeded).
+            progress: show a progress bar (samples/s, loss).
+            callback: called as ``callback(network, epoch_metrics)`` after each epoch; returning
+                ``False`` stops training.
+
+        Ctrl-C stops at the end of the running batch; the model stays intact and usable, and
+        ``History.interrupted`` (and ``network.interrupted``) is set.
+        """
+        _check_int("epochs", epochs, 1)
+        _check_int("batch_size", batch_size, 1)
+        if validation_mode not in ("dense", "sparse"):
+            raise ValueError(f"validation_mode must be 'dense' or 'sparse', got {validation_mode!r}")
+        X = as_features(X, self.input_dim)
+        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        val = None
+        if validation_data is not None:
+            Xv = as_features(validation_data[0], self.input_dim, "validation X")
+            val = (Xv, as_labels(validation_data[1], self.output_dim, Xv.shape[0], "validation Y"))
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError("X has no rows to train on")
+        steps_per_epoch = -(-n // batch_size)
+        total_steps = steps_per_epoch * epochs
+        rng = np.random.default_rng(self.seed + self._core.counters()["step"])
+        history = History()
+        self.interrupted = False
+        arrays = (X.indptr, X.indices, X.data, Yc.indptr, Yc.indices)
+        for epoch in range(epochs):
+            order = rng.permutation(n).astype(np.int64) if shuffle else np.arange(n, dtype=np.int64)
+            t0, loss_sum, counted, active = time.perf_counter(), 0.0, 0, 0
+            bar = _progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
+            try:
+                for b in range(steps_per_epoch):
+                    rows = order[b * batch_size:(b + 1) * batch_size]
+                    step = epoch * steps_per_epoch + b
+                    lr = self.learning_rate * lr_multiplier(self.lr_schedule, step, total_steps)
+                    stats = self._core.train_batch(*arrays, rows, lr)
+                    loss_sum += stats["loss"]
+                    counted += stats["samples"]
+                    active += stats["active"]
+                    if not np.isfinite(stats["loss"]):
+                        raise FloatingPointError(
+                            f"training diverged at epoch {epoch + 1}, batch {b + 1}: loss is {stats['loss']}; "
+                            f"lower learning_rate (now {self.learning_rate:g})")
+                    if bar is not None:
+                        bar.update(len(rows))
+                        if b % 10 == 0:
+                            elapsed = time.perf_counter() - t0
+                            bar.set_postfix(loss=f"{loss_sum / max(counted, 1):.4f}",
+                                            samples_s=f"{(b + 1) * batch_size / max(elapsed, 1e-9):,.0f}",
+                                            active=f"{active / max(counted, 1):,.0f}")
+            except KeyboardInterrupt:
+                self.interrupted = history.interrupted = True
+                log.warning("training interrupted by the user during epoch %d; the model is intact", epoch + 1)
+            finally:
+                if bar is not None:
+                    bar.close()
+            seconds = time.perf_counter() - t0
+            metrics: dict[str, Any] = {
+                "epoch": epoch + 1,
+                "loss": loss_sum / max(counted, 1),
+                "seconds": seconds,
+                "samples_per_second": counted / max(seconds, 1e-9),
+                "active_per_sample": active / max(counted, 1),
+            }
+            if val is not None and not self.interrupted:
+                metrics.update({f"val_{k}": v for k, v in self.evaluate(*val, mode=validation_mode).items()})
+            history.epochs.append(metrics)
+            log.info("epoch %d: %s", epoch + 1, metrics)
+            if self.interrupted or (callback is not None and callback(self, metrics) is False):
+                break
+        return history
+
+    # ----------------------------------------------------------------- inference
+    def predict(self, X, k: int = 5, *, mode: str = "dense") -> tuple[np.ndarray, np.ndarray]:
+        """Top-k labels per sample: (ids int32 [n, k], scores float32 [n, k]), best first.
+
+        Scores are logits. ``mode="dense"`` scores every output neuron (exact);
+        ``mode="sparse"`` scores only the neurons the LSH tables retrieve (fast, approximate;
+        topped up with random neurons so at least k are scored). Missing entries get id -1.
+        """
+        _check_int("k", k, 1)
+        if k > self.output_dim:
+            raise ValueError(f"k={k} exceeds output_dim={self.output_dim}")
+        if mode not in ("dense", "sparse"):
+            raise ValueError(f"mode must be 'dense' or 'sparse', got {mode!r}")
+        if mode == "sparse" and not self.sampled:
+            raise ValueError("mode='sparse' needs an LSH-sampled output layer; this network is dense")
+        X = as_features(X, self.input_dim)
+        return self._core.predict(X.indptr, X.indices, X.data, k, mode == "dense")
+
+    def evaluate(self, X, Y: LabelsLike, *, ks: Sequence[int] = (1, 3, 5), mode: str = "dense") -> dict[str, float]:
+        """P@k and nDCG@k for each k in ks (averaged over all samples)."""
+        X = as_features(X, self.input_dim)
+        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        ids, _ = self.predict(X, k=max(ks), mode=mode)
+        return ranking_report(ids, Yc, ks)
+
+    def loss(self, X, Y: LabelsLike) -> float:
+        """Mean exact softmax cross-entropy (every output neuron) over samples with labels."""
+        X = as_features(X, self.input_dim)
+        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        return float(self._core.mean_loss(X.indptr, X.indices, X.data, Yc.indptr, Yc.indices))
+
+    # ----------------------------------------------------------------- persistence
+    def save(self, path: "os.PathLike[str] | str", *, include_optimizer: bool = True) -> None:
+        """Write the model atomically (temp file, fsync, rename). No pickle: loading runs no code."""
+        from .model_file import save_network
+
+        save_network(self, path, include_optimizer=include_optimizer)
+
+    @classmethod
+    def load(cls, path: "os.PathLike[str] | str", *, threads: Optional[int] = None) -> "Network":
+        """Load a model written by `save`; predictions are identical to the saved model's."""
+        from .model_file import load_network
+
+        return load_network(cls, path, threads=threads)
+
+    # ----------------------------------------------------------------- introspection
+    def weights(self) -> dict[str, np.ndarray]:
+        """Writable views of the parameters, optimizer state and LSH tables (no copies)."""
+        return self._core.state()
+
+    def table_stats(self) -> dict[str, Any]:
+        """Counters of the optimizer and of every sampled layer's LSH maintenance."""
+        return self._core.counters()
+
+
+def _layer(size: int, cfg: Optional[LSHConfig]) -> _core.LayerConfig:
+    layer = _core.LayerConfig()
+    layer.size = int(size)
+    layer.sampled = cfg is not None
+    if cfg is not None:
+        layer.lsh = cfg.to_core()
+    return layer
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _progress_bar(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=True, dynamic_ncols=True)
