@@ -35,11 +35,11 @@ void HashTables::build(const std::uint32_t* buckets, const std::uint32_t* order,
 
 void HashTables::build_table(int t, const std::uint32_t* buckets, const std::uint32_t* order, std::uint64_t seed,
                              std::uint32_t* seen) {
-  const std::size_t L = static_cast<std::size_t>(tables_);
+  const std::uint32_t* table_buckets = buckets + static_cast<std::size_t>(t) * num_items_;
   std::uint32_t* off = offsets_.data() + static_cast<std::size_t>(t) * (num_buckets_ + 1);
   std::uint32_t* ids = ids_.data() + static_cast<std::size_t>(t) * num_items_;
   std::fill(seen, seen + num_buckets_, 0u);
-  for (std::uint32_t i = 0; i < num_items_; ++i) ++seen[buckets[order[i] * L + t]];
+  for (std::uint32_t i = 0; i < num_items_; ++i) ++seen[table_buckets[order[i]]];
   off[0] = 0;
   for (std::uint32_t b = 0; b < num_buckets_; ++b) off[b + 1] = off[b] + std::min(seen[b], bucket_size_);
   if (policy_ == BucketPolicy::kFifo) {
@@ -49,7 +49,7 @@ void HashTables::build_table(int t, const std::uint32_t* buckets, const std::uin
     std::vector<std::uint32_t> fill(off, off + num_buckets_);
     for (std::uint32_t i = 0; i < num_items_; ++i) {
       std::uint32_t item = order[i];
-      std::uint32_t b = buckets[item * L + t];
+      std::uint32_t b = table_buckets[item];
       if (seen[b] > 0) {
         --seen[b];
         continue;
@@ -61,7 +61,7 @@ void HashTables::build_table(int t, const std::uint32_t* buckets, const std::uin
     std::fill(seen, seen + num_buckets_, 0u);
     for (std::uint32_t i = 0; i < num_items_; ++i) {
       std::uint32_t item = order[i];
-      std::uint32_t b = buckets[item * L + t];
+      std::uint32_t b = table_buckets[item];
       std::uint32_t r = seen[b]++;
       if (r < bucket_size_) {
         ids[off[b] + r] = item;

@@ -14,7 +14,7 @@ class HashTables {
  public:
   HashTables(int tables, int range_bits, int bucket_size, BucketPolicy policy, std::uint32_t num_items);
 
-  // buckets[i * L + t] is item i's bucket in table t; items are inserted in `order` (n entries).
+  // buckets[t * n + i] is item i's bucket in table t (table-major: each table's pass is sequential); items are inserted in `order` (n entries).
   void build(const std::uint32_t* buckets, const std::uint32_t* order, std::uint64_t seed, int threads);
 
   const std::uint32_t* bucket(int table, std::uint32_t b, std::uint32_t* size) const {

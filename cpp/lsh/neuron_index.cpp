@@ -47,10 +47,12 @@ void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool on
   {
     HashScratch scratch;
     family_->prepare(scratch);
+    std::vector<std::uint32_t> buckets(L);
 #pragma omp for schedule(dynamic, 256)
     for (std::int64_t j = 0; j < static_cast<std::int64_t>(neurons_); ++j) {
       if (only_dirty && !dirty_[j]) continue;
-      family_->buckets(weights + j * stride, codes_.data() + j * L, scratch);
+      family_->buckets(weights + j * stride, buckets.data(), scratch);
+      for (int t = 0; t < L; ++t) codes_[static_cast<std::size_t>(t) * neurons_ + j] = buckets[t];
       ++hashed;
     }
   }

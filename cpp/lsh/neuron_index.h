@@ -61,7 +61,7 @@ class NeuronIndex {
   int threads_;
   std::unique_ptr<HashFamily> family_;
   HashTables tables_;
-  AlignedArray<std::uint32_t> codes_;   // neurons x L bucket ids
+  AlignedArray<std::uint32_t> codes_;   // L x neurons bucket ids (table-major)
   AlignedArray<std::uint32_t> order_;   // insertion order of the last build
   AlignedArray<std::uint8_t> dirty_;
   std::vector<std::uint32_t> insertion_;  // scratch for rehash

@@ -1,6 +1,7 @@
 #include "lsh/wta.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "common/rng.h"
@@ -34,16 +35,16 @@ void Wta::codes(const float* x, std::uint32_t* out, HashScratch&) const {
   const std::uint32_t n = static_cast<std::uint32_t>(k_) * l_;
   const std::uint32_t* c = coords_.data();
   bool any_empty = false;
+  // Branch-free argmax: window winners are random, so a branch would mispredict constantly.
+  const float skip = densified_ ? 0.0f : std::numeric_limits<float>::quiet_NaN();
   for (std::uint32_t h = 0; h < n; ++h, c += bin_size_) {
-    float best = 0.0f;
+    float best = -std::numeric_limits<float>::infinity();
     std::uint32_t arg = kEmpty;
     for (int j = 0; j < bin_size_; ++j) {
-      float v = x[c[j]];
-      if (densified_ && v == 0.0f) continue;
-      if (arg == kEmpty || v > best) {
-        best = v;
-        arg = static_cast<std::uint32_t>(j);
-      }
+      const float v = x[c[j]];
+      const bool take = (v > best) & (v != skip);  // NaN != anything: WTA never skips
+      best = take ? v : best;
+      arg = take ? static_cast<std::uint32_t>(j) : arg;
     }
     out[h] = arg;
     any_empty |= (arg == kEmpty);

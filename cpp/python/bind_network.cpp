@@ -54,7 +54,7 @@ py::dict state_arrays(Network& net, py::handle owner) {
     const py::ssize_t n = net.layers[i].size(), L = idx->config().l;
     const py::ssize_t B = idx->tables().num_buckets();
     const py::ssize_t u = sizeof(std::uint32_t);
-    d[(prefix + "lsh.codes").c_str()] = view(idx->codes(), {n, L}, {L * u, u}, owner);
+    d[(prefix + "lsh.codes").c_str()] = view(idx->codes(), {L, n}, {n * u, u}, owner);
     d[(prefix + "lsh.order").c_str()] = view(idx->order(), {n}, {u}, owner);
     d[(prefix + "lsh.dirty").c_str()] = view(idx->dirty(), {n}, {1}, owner);
     d[(prefix + "lsh.offsets").c_str()] = view(idx->tables().offsets(), {L, B + 1}, {(B + 1) * u, u}, owner);

@@ -1,0 +1,70 @@
+"""Every SIMD level the CPU offers against the scalar reference, over awkward lengths."""
+
+import numpy as np
+import pytest
+
+import slide
+from slide import _core
+
+LENGTHS = [1, 2, 7, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 1000]
+LEVELS = [lvl for lvl in _core.available_simd_levels() if lvl != "scalar"]
+
+
+def test_scalar_and_chosen_level_are_reported():
+    assert "scalar" in slide.available_simd_levels()
+    assert slide.simd_level() in slide.available_simd_levels()
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_dot(level, n):
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    ref = _core._kernel_dot("scalar", a, b)
+    assert _core._kernel_dot(level, a, b) == pytest.approx(ref, rel=1e-5, abs=1e-5 * np.sqrt(n))
+    assert ref == pytest.approx(float(a.astype(np.float64) @ b), rel=1e-4, abs=1e-4 * np.sqrt(n))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_axpy(level, n):
+    rng = np.random.default_rng(n)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    y_ref, y_simd = y.copy(), y.copy()
+    _core._kernel_axpy("scalar", 0.37, x, y_ref)
+    _core._kernel_axpy(level, 0.37, x, y_simd)
+    np.testing.assert_allclose(y_simd, y_ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(y_ref, y + np.float32(0.37) * x, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_adam_and_sgd(level, n):
+    rng = np.random.default_rng(n)
+    w, m, v, g = (rng.standard_normal(n).astype(np.float32) for _ in range(4))
+    v = np.abs(v)
+    ref = [a.copy() for a in (w, m, v, g)]
+    got = [a.copy() for a in (w, m, v, g)]
+    _core._kernel_adam("scalar", *ref, 1e-2, 0.9, 0.999, 1e-8, 0.5)
+    _core._kernel_adam(level, *got, 1e-2, 0.9, 0.999, 1e-8, 0.5)
+    for r, s in zip(ref, got):
+        np.testing.assert_allclose(s, r, rtol=1e-5, atol=1e-6)
+    assert not ref[3].any() and not got[3].any(), "the gradient accumulator must be zeroed"
+    # Adam by hand, in float64.
+    gs = g.astype(np.float64) * 0.5
+    m1 = 0.9 * m + 0.1 * gs
+    v1 = 0.999 * v + 0.001 * gs * gs
+    np.testing.assert_allclose(ref[0], w - 1e-2 * m1 / (np.sqrt(v1) + 1e-8), rtol=1e-4, atol=1e-5)
+
+    w2, g2 = w.copy(), g.copy()
+    w3, g3 = w.copy(), g.copy()
+    _core._kernel_sgd("scalar", w2, g2, 0.1)
+    _core._kernel_sgd(level, w3, g3, 0.1)
+    np.testing.assert_allclose(w3, w2, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(w2, w - np.float32(0.1) * g, rtol=1e-6, atol=1e-6)
+    assert not g2.any() and not g3.any()
+
+
+def test_unknown_level_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown SIMD level"):
+        _core._kernel_dot("avx9000", np.ones(3, np.float32), np.ones(3, np.float32))
