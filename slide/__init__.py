@@ -1,11 +1,18 @@
 """slide: train networks with huge output layers on CPUs by computing only the output neurons that
 locality-sensitive hash tables pick for each sample (SLIDE)."""
 
+import os as _os
+import warnings as _warnings
+
 from . import datasets, metrics
 from ._core import available_simd_levels, simd_level
 from ._version import __version__
 from .config import LSHConfig
 from .network import History, Network
+
+if _os.environ.get("SLIDE_SIMD", "") not in ("", "scalar", "avx2", "avx512"):
+    _warnings.warn(f"SLIDE_SIMD={_os.environ['SLIDE_SIMD']!r} is not one of scalar, avx2, avx512; using the best "
+                   f"level this CPU supports ({simd_level()})", RuntimeWarning, stacklevel=2)
 
 __all__ = ["Network", "LSHConfig", "History", "datasets", "metrics", "simd_level", "available_simd_levels",
            "__version__"]

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "simd/kernels.h"
+#include "simd/scalar_ops.h"
 
 namespace slide {
 namespace {
@@ -25,9 +26,7 @@ float dot(const float* a, const float* b, std::size_t n) {
     acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
   }
   for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
+  return hsum(_mm256_add_ps(acc0, acc1)) + scalar_ops::dot(a + i, b + i, n - i);
 }
 
 void axpy(float a, const float* x, float* y, std::size_t n) {
@@ -35,7 +34,7 @@ void axpy(float a, const float* x, float* y, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
+  scalar_ops::axpy(a, x + i, y + i, n - i);
 }
 
 void adam(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep& s) {
@@ -55,13 +54,7 @@ void adam(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep&
     _mm256_storeu_ps(w + i, wi);
     _mm256_storeu_ps(g + i, zero);
   }
-  for (; i < n; ++i) {
-    float gi = g[i] * s.grad_scale;
-    m[i] = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
-    v[i] = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
-    w[i] -= s.lr * m[i] / (std::sqrt(v[i]) + s.eps);
-    g[i] = 0.0f;
-  }
+  scalar_ops::adam(w + i, m + i, v + i, g + i, n - i, s);
 }
 
 void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
@@ -71,10 +64,7 @@ void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
     _mm256_storeu_ps(w + i, _mm256_fnmadd_ps(lr, _mm256_loadu_ps(g + i), _mm256_loadu_ps(w + i)));
     _mm256_storeu_ps(g + i, zero);
   }
-  for (; i < n; ++i) {
-    w[i] -= lr_times_scale * g[i];
-    g[i] = 0.0f;
-  }
+  scalar_ops::sgd(w + i, g + i, n - i, lr_times_scale);
 }
 
 }  // namespace

@@ -10,8 +10,10 @@ import time
 import pytest
 
 
-def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "slide", *args], capture_output=True, text=True, timeout=300, **kw)
+def run(*args, cwd=None):
+    # Never from the source tree: `python -m` puts the working directory first on sys.path.
+    return subprocess.run([sys.executable, "-m", "slide", *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd or os.path.expanduser("~"))
 
 
 def test_version():
@@ -42,7 +44,7 @@ def test_value_error_is_a_message_not_a_traceback():
 def test_ctrl_c_stops_at_a_batch_boundary_with_the_model_intact(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "slide", "train", "--epochs", "200", "--threads", "1",
                           "--out", str(tmp_path / "run")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.time() + 120
     line = ""
     while "Network(" not in line and time.time() < deadline:  # wait until training starts

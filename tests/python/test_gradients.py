@@ -7,8 +7,6 @@ import scipy.sparse as sp
 import slide
 from slide._inputs import as_features, as_labels
 
-from ..conftest import random_csr, random_labels
-
 IN, OUT = 40, 30
 
 
@@ -25,8 +23,8 @@ def _pair(hidden=(16,), sampled_hidden=False, seed=5):
 
 def _data(n=12, seed=0):
     rng = np.random.default_rng(seed)
-    X = as_features(random_csr(rng, n, IN, 6), IN)
-    Y = as_labels(random_labels(rng, n, OUT, 2), OUT, n)
+    X = as_features(sp.random(n, IN, density=6 / IN, format="csr", dtype=np.float32, random_state=rng), IN)
+    Y = as_labels([np.sort(rng.choice(OUT, 2, replace=False)) for _ in range(n)], OUT, n)
     return X, Y
 
 

@@ -68,3 +68,47 @@ def test_adam_and_sgd(level, n):
 def test_unknown_level_is_a_value_error():
     with pytest.raises(ValueError, match="unknown SIMD level"):
         _core._kernel_dot("avx9000", np.ones(3, np.float32), np.ones(3, np.float32))
+
+
+def _simd_level_in_subprocess(value):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SLIDE_SIMD=value)
+    code = "import warnings, slide; print(slide.simd_level())"
+    return subprocess.run([sys.executable, "-W", "always", "-c", code], env=env, capture_output=True, text=True,
+                          cwd=os.path.expanduser("~"), timeout=60)
+
+
+def test_slide_simd_override_selects_the_level():
+    r = _simd_level_in_subprocess("scalar")
+    assert r.returncode == 0 and r.stdout.strip() == "scalar", r.stderr
+
+
+def test_unknown_slide_simd_value_warns_and_falls_back():
+    r = _simd_level_in_subprocess("avx9000")
+    assert r.returncode == 0 and r.stdout.strip() in slide.available_simd_levels()
+    assert "SLIDE_SIMD='avx9000'" in r.stderr
+
+
+def test_training_with_scalar_kernels_lands_in_the_same_band():
+    """Same seed, threads=1: the scalar build of every kernel trains to the same P@1 band."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import slide; from slide.datasets import make_train_test\n"
+            "tr, te = make_train_test(4000, 1000, 1000, 2000, seed=2, avg_nnz=30, avg_labels=2)\n"
+            "net = slide.Network(1000, 2000, hidden=(64,), lsh=slide.LSHConfig(k=3, l=20), threads=1, seed=0)\n"
+            "net.fit(tr.X, tr.Y, epochs=3, batch_size=64, progress=False)\n"
+            "print(slide.simd_level(), net.evaluate(te.X, te.Y)['P@1'])\n")
+    results = {}
+    for level in ("scalar", slide.simd_level()):
+        r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, SLIDE_SIMD=level), capture_output=True,
+                           text=True, cwd=os.path.expanduser("~"), timeout=300)
+        assert r.returncode == 0, r.stderr
+        name, p1 = r.stdout.split()
+        results[name] = float(p1)
+    assert min(results.values()) > 0.2, results
+    assert max(results.values()) - min(results.values()) <= 0.03, results
