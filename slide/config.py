@@ -33,8 +33,13 @@ class LSHConfig:
         minhash_topk: minhash hashes the set of the top-k coordinates; 0 means dim / 4.
         min_active: top the active set up with random neurons to at least this many.
         max_active: keep at most this many (those found in the most tables); 0 keeps all.
+        batch_negatives: during training, also score this many labels drawn from the union of the
+            batch's labels. Popular labels appear there in proportion to their frequency, which
+            stops them from drifting up for everyone (0 = off, as in SLIDE).
         rehash_every: samples between re-inserting neurons whose weights changed.
         rebuild_every: samples between drawing new hash functions and rebuilding the tables.
+        rehash_min_updates: a rehash re-inserts only neurons updated at least this many times since
+            they were last hashed (1 = every neuron that changed, as in SLIDE).
         schedule_growth: both intervals are multiplied by this after each use (>= 1; the SLIDE
             paper's decaying schedule is ~1.1).
     """
@@ -50,8 +55,10 @@ class LSHConfig:
     minhash_topk: int = 0
     min_active: int = 0
     max_active: int = 0
+    batch_negatives: int = 64
     rehash_every: int = 6400
     rebuild_every: int = 128_000
+    rehash_min_updates: int = 4
     schedule_growth: float = 1.0
 
     def __post_init__(self) -> None:
@@ -70,7 +77,7 @@ class LSHConfig:
         c.family = getattr(_core.HashKind, self.family)
         c.policy = getattr(_core.BucketPolicy, self.bucket_policy)
         for name in ("k", "l", "range_bits", "bin_size", "bucket_size", "minhash_topk", "min_active",
-                     "max_active", "rehash_every", "rebuild_every"):
+                     "max_active", "batch_negatives", "rehash_every", "rebuild_every", "rehash_min_updates"):
             setattr(c, name, int(getattr(self, name)))
         c.simhash_density = float(self.simhash_density)
         c.schedule_growth = float(self.schedule_growth)

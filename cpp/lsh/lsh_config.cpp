@@ -37,9 +37,12 @@ void validate(const LshConfig& c, int dim, std::uint32_t num_neurons) {
   SLIDE_REQUIRE(c.minhash_topk >= 0 && c.minhash_topk <= dim,
                 "lsh.minhash_topk must be in [0, " << dim << "], got " << c.minhash_topk);
   SLIDE_REQUIRE(c.min_active >= 0, "lsh.min_active must be >= 0, got " << c.min_active);
+  SLIDE_REQUIRE(c.batch_negatives >= 0, "lsh.batch_negatives must be >= 0, got " << c.batch_negatives);
   SLIDE_REQUIRE(c.max_active >= 0, "lsh.max_active must be >= 0, got " << c.max_active);
   SLIDE_REQUIRE(c.rehash_every >= 1, "lsh.rehash_every must be >= 1 sample, got " << c.rehash_every);
   SLIDE_REQUIRE(c.rebuild_every >= 1, "lsh.rebuild_every must be >= 1 sample, got " << c.rebuild_every);
+  SLIDE_REQUIRE(c.rehash_min_updates >= 1 && c.rehash_min_updates <= 255,
+                "lsh.rehash_min_updates must be in [1, 255], got " << c.rehash_min_updates);
   SLIDE_REQUIRE(c.schedule_growth >= 1.0, "lsh.schedule_growth must be >= 1, got " << c.schedule_growth);
   SLIDE_REQUIRE(num_neurons >= 1, "a sampled layer needs at least one neuron");
 }

@@ -20,8 +20,10 @@ struct LshConfig {
   int minhash_topk = 0;      // minhash set = top-k coordinates by value; 0 = dim / 4
   int min_active = 0;        // top up the active set with random neurons to this size
   int max_active = 0;        // keep at most this many (most frequent candidates first); 0 = all
+  int batch_negatives = 64;  // per sample, this many labels drawn from the batch's label union
   std::int64_t rehash_every = 6400;     // samples between re-inserting changed neurons
   std::int64_t rebuild_every = 128000;  // samples between drawing new hash functions
+  int rehash_min_updates = 4;           // re-hash a neuron once it has had this many optimizer updates
   double schedule_growth = 1.0;         // both intervals are multiplied by this after each use
 };
 

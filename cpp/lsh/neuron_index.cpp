@@ -25,7 +25,7 @@ NeuronIndex::NeuronIndex(const LshConfig& c, std::uint32_t neurons, int dim, std
       tables_(c.l, effective_range_bits(c), c.bucket_size, c.policy, neurons),
       codes_(static_cast<std::size_t>(neurons) * c.l),
       order_(neurons),
-      dirty_(neurons),
+      updates_(neurons),
       insertion_(neurons) {
   counters_.rehash_interval = c.rehash_every;
   counters_.rebuild_interval = c.rebuild_every;
@@ -37,10 +37,11 @@ void NeuronIndex::new_family() {
 }
 
 std::size_t NeuronIndex::memory_bytes() const {
-  return tables_.memory_bytes() + (codes_.size() + order_.size()) * sizeof(std::uint32_t) + dirty_.size();
+  return tables_.memory_bytes() + (codes_.size() + order_.size()) * sizeof(std::uint32_t) + updates_.size();
 }
 
-void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool only_dirty) {
+void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool only_due) {
+  const double t0 = now_seconds();
   const int L = config_.l;
   std::int64_t hashed = 0;
 #pragma omp parallel num_threads(threads_) reduction(+ : hashed)
@@ -50,13 +51,14 @@ void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool on
     std::vector<std::uint32_t> buckets(L);
 #pragma omp for schedule(dynamic, 256)
     for (std::int64_t j = 0; j < static_cast<std::int64_t>(neurons_); ++j) {
-      if (only_dirty && !dirty_[j]) continue;
+      if (only_due && !due(static_cast<std::uint32_t>(j))) continue;
       family_->buckets(weights + j * stride, buckets.data(), scratch);
       for (int t = 0; t < L; ++t) codes_[static_cast<std::size_t>(t) * neurons_ + j] = buckets[t];
       ++hashed;
     }
   }
   counters_.rehashed_neurons += hashed;
+  counters_.hashing_seconds += now_seconds() - t0;
 }
 
 void NeuronIndex::rebuild(const float* weights, std::size_t stride) {
@@ -67,8 +69,8 @@ void NeuronIndex::rebuild(const float* weights, std::size_t stride) {
   Rng rng(mix64(seed_ ^ (0xBF58476D1CE4E5B9ULL * counters_.generation)));
   std::iota(order_.data(), order_.data() + neurons_, 0u);
   for (std::uint32_t i = neurons_ - 1; i > 0; --i) std::swap(order_[i], order_[rng.below(i + 1)]);
-  hash_neurons(weights, stride, /*only_dirty=*/false);
-  dirty_.fill_zero();
+  hash_neurons(weights, stride, /*only_due=*/false);
+  updates_.fill_zero();
   tables_.build(codes_.data(), order_.data(), rng.next(), threads_);
   counters_.since_rebuild = 0;
   counters_.since_rehash = 0;
@@ -77,15 +79,16 @@ void NeuronIndex::rebuild(const float* weights, std::size_t stride) {
 
 void NeuronIndex::rehash(const float* weights, std::size_t stride) {
   double t0 = now_seconds();
-  hash_neurons(weights, stride, /*only_dirty=*/true);
-  // Clean neurons first, then the re-hashed ones: under FIFO the fresh entries win the buckets.
+  hash_neurons(weights, stride, /*only_due=*/true);
+  // Unchanged neurons first, then the re-hashed ones: under FIFO the fresh entries win the buckets.
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < neurons_; ++i)
-    if (!dirty_[order_[i]]) insertion_[n++] = order_[i];
+    if (!due(order_[i])) insertion_[n++] = order_[i];
   for (std::uint32_t i = 0; i < neurons_; ++i)
-    if (dirty_[order_[i]]) insertion_[n++] = order_[i];
+    if (due(order_[i])) insertion_[n++] = order_[i];
   std::copy(insertion_.begin(), insertion_.end(), order_.data());
-  dirty_.fill_zero();
+  for (std::uint32_t j = 0; j < neurons_; ++j)
+    if (due(j)) updates_[j] = 0;
   ++counters_.rehashes;
   tables_.build(codes_.data(), order_.data(), mix64(seed_ + counters_.rehashes), threads_);
   counters_.since_rehash = 0;

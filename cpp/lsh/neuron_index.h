@@ -1,6 +1,7 @@
 // The LSH index of one sampled layer: its hash family, the neurons' current bucket ids, the
-// tables, and the maintenance schedule. Neurons whose weights received gradient are marked dirty
-// (a racy byte store from HOGWILD threads, which is harmless) and only they are re-hashed.
+// tables, and the maintenance schedule. Each neuron counts the optimizer updates since it was last
+// hashed (a racy saturating byte counter: a lost increment only delays a re-hash); a rehash visits
+// only neurons with at least `rehash_min_updates`, since one small step rarely moves a bucket.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,7 +22,8 @@ struct IndexCounters {
   std::int64_t since_rebuild = 0;
   std::int64_t rehashes = 0;
   std::int64_t rehashed_neurons = 0;
-  double maintenance_seconds = 0.0;
+  double maintenance_seconds = 0.0;  // all of it: hashing + table builds
+  double hashing_seconds = 0.0;
 };
 
 class NeuronIndex {
@@ -37,7 +39,9 @@ class NeuronIndex {
   // After a checkpoint restored codes, order and tables: regenerate the hash functions.
   void restore();
 
-  void mark_dirty(std::uint32_t neuron) { dirty_[neuron] = 1; }
+  void mark_updated(std::uint32_t neuron) {
+    if (updates_[neuron] < 255) ++updates_[neuron];
+  }
 
   const LshConfig& config() const { return config_; }
   const HashFamily& family() const { return *family_; }
@@ -47,11 +51,12 @@ class NeuronIndex {
   const IndexCounters& counters() const { return counters_; }
   AlignedArray<std::uint32_t>& codes() { return codes_; }
   AlignedArray<std::uint32_t>& order() { return order_; }
-  AlignedArray<std::uint8_t>& dirty() { return dirty_; }
+  AlignedArray<std::uint8_t>& updates() { return updates_; }
   std::size_t memory_bytes() const;
 
  private:
-  void hash_neurons(const float* weights, std::size_t stride, bool only_dirty);
+  bool due(std::uint32_t neuron) const { return updates_[neuron] >= config_.rehash_min_updates; }
+  void hash_neurons(const float* weights, std::size_t stride, bool only_due);
   void new_family();
 
   LshConfig config_;
@@ -63,7 +68,7 @@ class NeuronIndex {
   HashTables tables_;
   AlignedArray<std::uint32_t> codes_;   // L x neurons bucket ids (table-major)
   AlignedArray<std::uint32_t> order_;   // insertion order of the last build
-  AlignedArray<std::uint8_t> dirty_;
+  AlignedArray<std::uint8_t> updates_;  // optimizer updates since the neuron was last hashed
   std::vector<std::uint32_t> insertion_;  // scratch for rehash
   IndexCounters counters_;
 };

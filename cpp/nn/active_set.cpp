@@ -15,8 +15,8 @@ void ActiveSetBuilder::next_stamp() {
 }
 
 std::uint32_t ActiveSetBuilder::build(const HashTables& tables, const std::uint32_t* buckets,
-                                      const std::int32_t* labels, int num_labels, int min_active, int max_active,
-                                      Rng& rng, std::vector<std::uint32_t>& out) {
+                                      const std::int32_t* labels, int num_labels, const NegativePool& pool,
+                                      int min_active, int max_active, Rng& rng, std::vector<std::uint32_t>& out) {
   next_stamp();
   out.clear();
   candidates_.clear();
@@ -24,7 +24,18 @@ std::uint32_t ActiveSetBuilder::build(const HashTables& tables, const std::uint3
     std::uint32_t id = static_cast<std::uint32_t>(labels[i]);
     if (first_sight(id)) out.push_back(id);
   }
-  const std::size_t from_labels = out.size();
+  if (pool.size > 0) {
+    if (static_cast<std::uint32_t>(pool.draws) >= pool.size) {
+      for (std::uint32_t i = 0; i < pool.size; ++i)
+        if (first_sight(pool.ids[i])) out.push_back(pool.ids[i]);
+    } else {
+      for (int d = 0; d < pool.draws; ++d) {
+        std::uint32_t id = pool.ids[rng.below(pool.size)];
+        if (first_sight(id)) out.push_back(id);
+      }
+    }
+  }
+  const std::size_t from_labels = out.size();  // labels and pool draws are always kept
   for (int t = 0; t < tables.tables(); ++t) {
     std::uint32_t size;
     const std::uint32_t* ids = tables.bucket(t, buckets[t], &size);

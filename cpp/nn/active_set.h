@@ -11,14 +11,23 @@
 
 namespace slide {
 
+// Negatives shared by a batch: the union of its samples' labels. Popular labels are in it in
+// proportion to their frequency, which is what keeps them from drifting up in a sampled softmax.
+struct NegativePool {
+  const std::uint32_t* ids = nullptr;
+  std::uint32_t size = 0;
+  int draws = 0;  // per sample
+};
+
 class ActiveSetBuilder {
  public:
   explicit ActiveSetBuilder(std::uint32_t neurons, int tables);
 
-  // Fills `out` (labels first, in the order given). Returns the number of candidates retrieved
-  // from the tables before capping/top-up.
+  // Fills `out`: labels first (in the order given), then draws from the batch pool, then LSH
+  // candidates. Returns the number of candidates retrieved from the tables before capping/top-up.
   std::uint32_t build(const HashTables& tables, const std::uint32_t* buckets, const std::int32_t* labels,
-                      int num_labels, int min_active, int max_active, Rng& rng, std::vector<std::uint32_t>& out);
+                      int num_labels, const NegativePool& pool, int min_active, int max_active, Rng& rng,
+                      std::vector<std::uint32_t>& out);
 
  private:
   bool first_sight(std::uint32_t id) {

@@ -22,7 +22,7 @@ void FcLayer::prepare(LayerScratch& s) const {
 }
 
 void FcLayer::choose_active(const Activations& in, LayerScratch& s, Mode mode, const std::int32_t* labels,
-                            int num_labels, int min_active, Rng& rng) const {
+                            int num_labels, const NegativePool& pool, int min_active, Rng& rng) const {
   const LshConfig& c = index_->config();
   const float* query = in.values.data();
   if (!in.dense) {  // hash families read a full-width vector
@@ -34,14 +34,15 @@ void FcLayer::choose_active(const Activations& in, LayerScratch& s, Mode mode, c
     for (std::uint32_t p = 0; p < in.count; ++p) s.dense_input[in.ids[p]] = 0.0f;
   if (mode != Mode::kTrain) num_labels = 0;
   s.retrieved += s.builder->build(index_->tables(), s.buckets.data(), labels, num_labels,
-                                  std::max(c.min_active, min_active), c.max_active, rng, s.out.ids);
+                                  mode == Mode::kTrain ? pool : NegativePool{}, std::max(c.min_active, min_active),
+                                  c.max_active, rng, s.out.ids);
   s.out.set_sparse_from_ids();
 }
 
 void FcLayer::forward(const Activations& in, LayerScratch& s, Mode mode, const std::int32_t* labels, int num_labels,
-                      int min_active, Rng& rng) const {
+                      const NegativePool& pool, int min_active, Rng& rng) const {
   if (index_ && mode != Mode::kInferDense) {
-    choose_active(in, s, mode, labels, num_labels, min_active, rng);
+    choose_active(in, s, mode, labels, num_labels, pool, min_active, rng);
   } else {
     s.out.set_dense(params.rows);
   }
@@ -83,7 +84,7 @@ void FcLayer::backward(Activations& in, LayerScratch& s, bool input_delta) {
     params.bias_grad[j] += d;
     if (track_rows && params.claim(j)) {
       s.touched.push_back(j);
-      index_->mark_dirty(j);
+      index_->mark_updated(j);
     }
   }
 }

@@ -29,7 +29,7 @@ class FcLayer {
   void prepare(LayerScratch& s) const;
   // Chooses the active neurons for this sample and computes their outputs.
   void forward(const Activations& in, LayerScratch& s, Mode mode, const std::int32_t* labels, int num_labels,
-               int min_active, Rng& rng) const;
+               const NegativePool& pool, int min_active, Rng& rng) const;
   // Accumulates gradients for the active rows from s.out.delta; adds dL/d(input) into in.delta.
   void backward(Activations& in, LayerScratch& s, bool input_delta);
 
@@ -43,7 +43,7 @@ class FcLayer {
 
  private:
   void choose_active(const Activations& in, LayerScratch& s, Mode mode, const std::int32_t* labels, int num_labels,
-                     int min_active, Rng& rng) const;
+                     const NegativePool& pool, int min_active, Rng& rng) const;
 
   bool is_output_;
   std::unique_ptr<NeuronIndex> index_;

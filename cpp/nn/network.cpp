@@ -67,7 +67,7 @@ void Network::infer(ThreadState& ts, const SampleView& s, Mode mode, int min_act
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const bool last = i + 1 == layers.size();
     layers[i].forward(*in, ts.layers[i], mode, last ? s.labels : nullptr, last ? s.num_labels : 0,
-                      last ? min_active : 0, rng);
+                      last ? pool_ : NegativePool{}, last ? min_active : 0, rng);
     in = &ts.layers[i].out;
   }
 }
@@ -124,6 +124,25 @@ float Network::train_sample(ThreadState& ts, const SampleView& s) {
   input.backward(s, ts.hidden0.delta.data(), ts.input_touched);
   ++ts.samples;
   return static_cast<float>(loss / s.num_labels);
+}
+
+void Network::prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int64_t count) {
+  const FcLayer& out = layers.back();
+  pool_ = NegativePool{};
+  if (!out.sampled() || out.index()->config().batch_negatives == 0) return;
+  if (in_batch_.empty()) in_batch_.assign(out.size(), 0);
+  batch_labels_.clear();
+  for (std::int64_t i = 0; i < count; ++i)
+    for (std::int64_t p = y.indptr[rows[i]]; p < y.indptr[rows[i] + 1]; ++p) {
+      const std::uint32_t id = static_cast<std::uint32_t>(y.indices[p]);
+      if (!in_batch_[id]) {
+        in_batch_[id] = 1;
+        batch_labels_.push_back(id);
+      }
+    }
+  for (std::uint32_t id : batch_labels_) in_batch_[id] = 0;
+  pool_ = NegativePool{batch_labels_.data(), static_cast<std::uint32_t>(batch_labels_.size()),
+                       out.index()->config().batch_negatives};
 }
 
 void Network::apply_updates(float lr, std::int64_t samples) {

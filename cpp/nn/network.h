@@ -26,6 +26,9 @@ class Network {
   // Softmax cross-entropy of the output activations against the labels (dense or active set).
   float loss_of(const ThreadState& ts, const SampleView& s) const;
 
+  // Collects the batch's label union, from which sampled output layers draw shared negatives.
+  void prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int64_t count);
+
   // Optimizer step over the rows touched since the last call; `samples` is the batch size.
   void apply_updates(float lr, std::int64_t samples);
   // Rehash / rebuild the sampled layers when their schedule says so.
@@ -49,6 +52,9 @@ class Network {
 
   NetworkConfig config_;
   std::vector<std::unique_ptr<ThreadState>> states_;
+  std::vector<std::uint32_t> batch_labels_;
+  std::vector<std::uint8_t> in_batch_;  // output-width marks, reset after each batch
+  NegativePool pool_;
 };
 
 }  // namespace slide

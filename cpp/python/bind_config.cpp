@@ -28,8 +28,10 @@ void bind_config(py::module_& m) {
       .def_readwrite("minhash_topk", &LshConfig::minhash_topk)
       .def_readwrite("min_active", &LshConfig::min_active)
       .def_readwrite("max_active", &LshConfig::max_active)
+      .def_readwrite("batch_negatives", &LshConfig::batch_negatives)
       .def_readwrite("rehash_every", &LshConfig::rehash_every)
       .def_readwrite("rebuild_every", &LshConfig::rebuild_every)
+      .def_readwrite("rehash_min_updates", &LshConfig::rehash_min_updates)
       .def_readwrite("schedule_growth", &LshConfig::schedule_growth)
       .def_property_readonly("effective_range_bits", [](const LshConfig& c) { return effective_range_bits(c); });
 

@@ -46,7 +46,8 @@ class LshIndex {
     std::vector<std::uint32_t> ids;
     std::vector<py::array_t<std::uint32_t>> out;
     for (py::ssize_t i = 0; i < q.shape(0); ++i) {
-      builder.build(index_->tables(), b.data(i, 0), nullptr, 0, 0, index_->config().max_active, rng, ids);
+      builder.build(index_->tables(), b.data(i, 0), nullptr, 0, NegativePool{}, 0, index_->config().max_active, rng,
+                    ids);
       out.emplace_back(static_cast<py::ssize_t>(ids.size()), ids.data());
     }
     return out;

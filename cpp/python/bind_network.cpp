@@ -56,7 +56,7 @@ py::dict state_arrays(Network& net, py::handle owner) {
     const py::ssize_t u = sizeof(std::uint32_t);
     d[(prefix + "lsh.codes").c_str()] = view(idx->codes(), {L, n}, {n * u, u}, owner);
     d[(prefix + "lsh.order").c_str()] = view(idx->order(), {n}, {u}, owner);
-    d[(prefix + "lsh.dirty").c_str()] = view(idx->dirty(), {n}, {1}, owner);
+    d[(prefix + "lsh.updates").c_str()] = view(idx->updates(), {n}, {1}, owner);
     d[(prefix + "lsh.offsets").c_str()] = view(idx->tables().offsets(), {L, B + 1}, {(B + 1) * u, u}, owner);
     d[(prefix + "lsh.ids").c_str()] = view(idx->tables().ids(), {L, n}, {n * u, u}, owner);
   }
@@ -83,6 +83,7 @@ py::dict counters(Network& net) {
     l["rehashes"] = c.rehashes;
     l["rehashed_neurons"] = c.rehashed_neurons;
     l["maintenance_seconds"] = c.maintenance_seconds;
+    l["hashing_seconds"] = c.hashing_seconds;
     d[("layers." + std::to_string(i)).c_str()] = l;
   }
   return d;
@@ -108,6 +109,7 @@ void set_counters(Network& net, const py::dict& d) {
     c.rehashes = l["rehashes"].cast<std::int64_t>();
     c.rehashed_neurons = l["rehashed_neurons"].cast<std::int64_t>();
     c.maintenance_seconds = l["maintenance_seconds"].cast<double>();
+    c.hashing_seconds = l["hashing_seconds"].cast<double>();
     idx->restore();
   }
 }

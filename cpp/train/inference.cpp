@@ -31,7 +31,7 @@ void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t 
     net.input.forward(s, ts.hidden0);
     const Activations* in = &ts.hidden0;
     for (std::size_t i = 0; i + 1 < net.layers.size(); ++i) {
-      net.layers[i].forward(*in, ts.layers[i], Mode::kInferDense, nullptr, 0, 0, ts.rng);
+      net.layers[i].forward(*in, ts.layers[i], Mode::kInferDense, nullptr, 0, NegativePool{}, 0, ts.rng);
       in = &ts.layers[i].out;
     }
     std::copy(in->values.begin(), in->values.begin() + h, hidden.begin() + b * stride);

@@ -10,6 +10,7 @@ BatchStats train_batch(Network& net, const CsrFloat& x, const CsrIds& y, const s
                        std::int64_t count, float lr, bool apply) {
   const int T = net.threads();
   for (int t = 0; t < T; ++t) net.state(t).reset_stats();
+  net.prepare_batch(y, rows, count);
   std::exception_ptr error;
 #pragma omp parallel num_threads(T)
   {

@@ -87,6 +87,8 @@ def test_unbounded_buckets_store_every_neuron_once_per_table():
     (dict(bucket_size=0), "bucket_size"),
     (dict(rehash_every=0), "rehash_every"),
     (dict(schedule_growth=0.5), "schedule_growth"),
+    (dict(rehash_min_updates=0), "rehash_min_updates"),
+    (dict(batch_negatives=-1), "batch_negatives"),
     (dict(bin_size=256), "bin_size"),
 ])
 def test_nonsense_lsh_settings_are_value_errors(bad, match):
@@ -101,3 +103,32 @@ def test_lsh_config_rejects_unknown_names():
         slide.LSHConfig(bucket_policy="lru")
     with pytest.raises(ValueError, match="integer"):
         slide.LSHConfig(k=2.5)
+
+
+def _train_stream(lsh, threads=1):
+    from slide.datasets import make_train_test
+
+    train, test = make_train_test(6000, 1000, 2000, 20_000, seed=5, avg_nnz=30, avg_labels=4)
+    net = slide.Network(2000, 20_000, hidden=(64,), lsh=lsh, threads=threads, seed=0, learning_rate=2e-3)
+    history = net.fit(train.X, train.Y, epochs=3, batch_size=128, progress=False)
+    return net, history, test
+
+
+def test_batch_negatives_are_scored_and_keep_popular_labels_down():
+    with_pool, h_pool, test = _train_stream(slide.LSHConfig(k=6, l=20, batch_negatives=64))
+    without, h_none, _ = _train_stream(slide.LSHConfig(k=6, l=20, batch_negatives=0))
+    assert h_pool[-1]["active_per_sample"] > h_none[-1]["active_per_sample"] + 30
+    p_pool, p_none = with_pool.evaluate(test.X, test.Y)["P@1"], without.evaluate(test.X, test.Y)["P@1"]
+    assert p_pool > p_none + 0.05, (p_pool, p_none)
+    # without the pool the exact top-1 collapses onto a few popular labels
+    assert len(np.unique(without.predict(test.X, k=1)[0])) < len(np.unique(with_pool.predict(test.X, k=1)[0]))
+
+
+def test_rehash_min_updates_rehashes_fewer_neurons():
+    counts = {}
+    for m in (1, 4):
+        net, _, _ = _train_stream(slide.LSHConfig(k=6, l=20, rehash_every=1000, rehash_min_updates=m))
+        stats = net.table_stats()["layers.0"]
+        assert stats["rehashes"] > 0
+        counts[m] = stats["rehashed_neurons"]
+    assert counts[4] < counts[1]
