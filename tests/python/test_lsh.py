@@ -132,3 +132,10 @@ def test_rehash_min_updates_rehashes_fewer_neurons():
         assert stats["rehashes"] > 0
         counts[m] = stats["rehashed_neurons"]
     assert counts[4] < counts[1]
+
+
+def test_schedule_growth_stretches_the_intervals():
+    net, _, _ = _train_stream(slide.LSHConfig(k=6, l=20, rehash_every=500, rebuild_every=4000, schedule_growth=1.5))
+    stats = net.table_stats()["layers.0"]
+    assert stats["rehashes"] >= 2 and stats["generation"] >= 2
+    assert stats["rehash_interval"] > 500 and stats["rebuild_interval"] > 4000
