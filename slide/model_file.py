@@ -109,9 +109,8 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
     if missing:
         raise ValueError(f"{path} lacks arrays {missing[:5]}")
     counters = dict(header["counters"])
-    rng = list(counters["rng"])
-    # A different thread count keeps the saved generators it can and seeds the rest.
-    counters["rng"] = (rng + [None] * net.threads)[: net.threads]
-    counters["rng"] = [r if r is not None else net._core.counters()["rng"][i] for i, r in enumerate(counters["rng"])]
+    saved, fresh = counters["rng"], net._core.counters()["rng"]
+    # A different thread count keeps the saved generators it can and seeds the rest afresh.
+    counters["rng"] = [saved[t] if t < len(saved) else fresh[t] for t in range(net.threads)]
     net._core.set_counters(counters)
     return net

@@ -79,6 +79,10 @@ void NeuronIndex::rebuild(const float* weights, std::size_t stride) {
 
 void NeuronIndex::rehash(const float* weights, std::size_t stride) {
   double t0 = now_seconds();
+  counters_.since_rehash = 0;
+  std::uint32_t due_count = 0;
+  for (std::uint32_t j = 0; j < neurons_; ++j) due_count += due(j);
+  if (due_count == 0) return;  // nothing moved enough: the tables stand
   hash_neurons(weights, stride, /*only_due=*/true);
   // Unchanged neurons first, then the re-hashed ones: under FIFO the fresh entries win the buckets.
   std::uint32_t n = 0;

@@ -10,6 +10,7 @@
 namespace slide {
 
 Network::Network(const NetworkConfig& config)
+    // validate() runs first: the input layer's sizes come from the config.
     : input((validate(config), config.input_dim), config.layers[0].size, config.optimizer.kind), config_(config) {
   std::uint32_t prev = config.layers[0].size;
   layers.reserve(config.layers.size() - 1);
@@ -152,26 +153,22 @@ void Network::apply_updates(float lr, std::int64_t samples) {
   const float scale = 1.0f / static_cast<float>(samples);
   const OptimizerConfig& opt = config_.optimizer;
   const int T = config_.threads;
-  std::vector<std::vector<std::uint32_t>> lists(T);
-  for (int t = 0; t < T; ++t) lists[t].swap(states_[t]->input_touched);
-  input.table.update(lists.data(), T, opt, lr, step, scale, T);
-  input.bias.update(nullptr, 0, opt, lr, step, scale, T);
-  for (int t = 0; t < T; ++t) {
-    lists[t].swap(states_[t]->input_touched);
-    states_[t]->input_touched.clear();
-  }
+  std::vector<const std::vector<std::uint32_t>*> lists;
+  for (auto& ts : states_) lists.push_back(&ts->input_touched);
+  input.table.update(lists, opt, lr, step, scale, T);
+  input.bias.update_all(opt, lr, step, scale, T);
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    FcLayer& l = layers[i];
-    if (!l.sampled()) {
-      l.params.update(nullptr, 0, opt, lr, step, scale, T);
+    if (!layers[i].sampled()) {  // a dense layer's every row has gradient
+      layers[i].params.update_all(opt, lr, step, scale, T);
       continue;
     }
-    for (int t = 0; t < T; ++t) lists[t].swap(states_[t]->layers[i].touched);
-    l.params.update(lists.data(), T, opt, lr, step, scale, T);
-    for (int t = 0; t < T; ++t) {
-      lists[t].swap(states_[t]->layers[i].touched);
-      states_[t]->layers[i].touched.clear();
-    }
+    lists.clear();
+    for (auto& ts : states_) lists.push_back(&ts->layers[i].touched);
+    layers[i].params.update(lists, opt, lr, step, scale, T);
+  }
+  for (auto& ts : states_) {
+    ts->input_touched.clear();
+    for (LayerScratch& l : ts->layers) l.touched.clear();
   }
 }
 

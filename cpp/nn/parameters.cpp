@@ -34,41 +34,52 @@ void Parameters::clear_gradients() {
   touched.fill_zero();
 }
 
-void Parameters::update(const std::vector<std::uint32_t>* lists, std::size_t num_lists, const OptimizerConfig& opt,
-                        float lr, std::int64_t step, float grad_scale, int threads) {
-  const Kernels& k = kernels();
+namespace {
+
+AdamStep adam_step(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale) {
   AdamStep s{};
-  if (opt.kind == OptimizerKind::kAdam) {
-    const double t = static_cast<double>(step);
-    s.lr = static_cast<float>(lr * std::sqrt(1.0 - std::pow(opt.beta2, t)) / (1.0 - std::pow(opt.beta1, t)));
-    s.beta1 = opt.beta1;
-    s.beta2 = opt.beta2;
-    s.eps = opt.eps;
-    s.grad_scale = grad_scale;
-  }
-  auto update_row = [&](std::uint32_t r) {
-    float* w = row(r);
-    float* g = grad_row(r);
-    const std::size_t off = static_cast<std::size_t>(r) * stride;
+  if (opt.kind != OptimizerKind::kAdam) return s;
+  const double t = static_cast<double>(step);
+  s.lr = static_cast<float>(lr * std::sqrt(1.0 - std::pow(opt.beta2, t)) / (1.0 - std::pow(opt.beta1, t)));
+  s.beta1 = opt.beta1;
+  s.beta2 = opt.beta2;
+  s.eps = opt.eps;
+  s.grad_scale = grad_scale;
+  return s;
+}
+
+}  // namespace
+
+template <class RowOf>
+static void update_rows(Parameters& p, std::int64_t count, RowOf row_of, const OptimizerConfig& opt, float lr,
+                        std::int64_t step, float grad_scale, int threads) {
+  const Kernels& k = kernels();
+  const AdamStep s = adam_step(opt, lr, step, grad_scale);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::uint32_t r = row_of(i);
+    const std::size_t off = static_cast<std::size_t>(r) * p.stride;
     if (opt.kind == OptimizerKind::kAdam) {
-      k.adam(w, adam_m.data() + off, adam_v.data() + off, g, cols, s);
-      if (row_bias) k.adam(&bias[r], &bias_m[r], &bias_v[r], &bias_grad[r], 1, s);
+      k.adam(p.row(r), p.adam_m.data() + off, p.adam_v.data() + off, p.grad_row(r), p.cols, s);
+      if (p.row_bias) k.adam(&p.bias[r], &p.bias_m[r], &p.bias_v[r], &p.bias_grad[r], 1, s);
     } else {
-      k.sgd(w, g, cols, lr * grad_scale);
-      if (row_bias) k.sgd(&bias[r], &bias_grad[r], 1, lr * grad_scale);
+      k.sgd(p.row(r), p.grad_row(r), p.cols, lr * grad_scale);
+      if (p.row_bias) k.sgd(&p.bias[r], &p.bias_grad[r], 1, lr * grad_scale);
     }
-    touched[r] = 0;
-  };
-  if (lists == nullptr) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows); ++r) update_row(static_cast<std::uint32_t>(r));
-    return;
+    p.touched[r] = 0;
   }
-  for (std::size_t l = 0; l < num_lists; ++l) {
-    const std::vector<std::uint32_t>& list = lists[l];
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(list.size()); ++i) update_row(list[i]);
-  }
+}
+
+void Parameters::update(const std::vector<const std::vector<std::uint32_t>*>& lists, const OptimizerConfig& opt,
+                        float lr, std::int64_t step, float grad_scale, int threads) {
+  for (const std::vector<std::uint32_t>* list : lists)
+    update_rows(*this, static_cast<std::int64_t>(list->size()), [list](std::int64_t i) { return (*list)[i]; }, opt,
+                lr, step, grad_scale, threads);
+}
+
+void Parameters::update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale, int threads) {
+  update_rows(*this, rows, [](std::int64_t i) { return static_cast<std::uint32_t>(i); }, opt, lr, step, grad_scale,
+              threads);
 }
 
 }  // namespace slide

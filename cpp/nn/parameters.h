@@ -31,9 +31,10 @@ class Parameters {
   // True for the first caller that touches `r` since the last update.
   bool claim(std::uint32_t r) { return __atomic_exchange_n(&touched[r], std::uint8_t{1}, __ATOMIC_RELAXED) == 0; }
 
-  // Optimizer step over the listed rows (all rows when `rows` is null) and the bias entries.
-  void update(const std::vector<std::uint32_t>* rows, std::size_t count, const OptimizerConfig& opt, float lr,
+  // Optimizer step (with the rows' bias entries) over the rows in `lists`, or over every row.
+  void update(const std::vector<const std::vector<std::uint32_t>*>& lists, const OptimizerConfig& opt, float lr,
               std::int64_t step, float grad_scale, int threads);
+  void update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale, int threads);
   void clear_gradients();
   std::size_t memory_bytes() const;
 
