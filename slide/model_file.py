@@ -29,7 +29,9 @@ def _skip(name: str, include_optimizer: bool) -> bool:
     return not include_optimizer and "adam_" in name
 
 
-def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = True) -> None:
+def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = True,
+                 extra: Optional[dict] = None) -> None:
+    """Write `net` (and `extra`, JSON-serialisable, e.g. a training loop's position) to one file."""
     path = Path(path)
     header = {
         "format": FORMAT,
@@ -38,6 +40,7 @@ def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = Tr
         "config": net.get_config(),
         "counters": net._core.counters(),
         "include_optimizer": include_optimizer,
+        "extra": extra or {},
     }
     arrays = {k: v for k, v in net.weights().items() if not _skip(k, include_optimizer)}
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)

@@ -30,6 +30,25 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `Network.train_rows`: `rows_done` rows were trained, the model is intact."""
+
+    def __init__(self, rows_done: int, totals: dict) -> None:
+        super().__init__(rows_done)
+        self.rows_done, self.totals = rows_done, totals
+
+
+@dataclass
+class TrainingData:
+    """Features and labels validated for the engine (float32 CSR, int32 ids, int64 offsets)."""
+
+    X: sp.csr_matrix
+    Y: sp.csr_matrix
+
+    def __len__(self) -> int:
+        return self.X.shape[0]
+
+
 @dataclass
 class History:
     """What `fit` measured: one dict per epoch (loss, samples/s, validation metrics, ...)."""
@@ -171,6 +190,43 @@ class Network:
                 f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, threads={self.threads})")
 
     # ----------------------------------------------------------------- training
+    def prepare(self, X, Y: LabelsLike) -> "TrainingData":
+        """Validate and convert X and Y once, for repeated `train_rows` calls."""
+        X = as_features(X, self.input_dim)
+        return TrainingData(X, as_labels(Y, self.output_dim, X.shape[0]))
+
+    def train_rows(self, data: "TrainingData", rows: np.ndarray, *, batch_size: int, lr, bar=None) -> dict[str, float]:
+        """Train on data's `rows`, in that order, `batch_size` at a time.
+
+        `lr` is a number or a function of the batch index within this call. Returns the summed loss,
+        the samples with labels and the active outputs. Ctrl-C between batches raises
+        TrainingInterrupted carrying how many rows were trained, so a caller can resume exactly.
+        """
+        arrays = (data.X.indptr, data.X.indices, data.X.data, data.Y.indptr, data.Y.indices)
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        totals = {"loss": 0.0, "samples": 0, "active": 0}
+        t0, done = time.perf_counter(), 0
+        try:
+            for b, start in enumerate(range(0, len(rows), batch_size)):
+                batch = rows[start:start + batch_size]
+                rate = lr(b) if callable(lr) else lr
+                stats = self._core.train_batch(*arrays, batch, rate)
+                done = start + len(batch)
+                if not np.isfinite(stats["loss"]):
+                    raise FloatingPointError(f"training diverged: the loss of a batch is {stats['loss']}; "
+                                             f"lower the learning rate (now {rate:g})")
+                for k in totals:
+                    totals[k] += stats[k]
+                if bar is not None:
+                    bar.update(len(batch))
+                    if b % 10 == 0:
+                        bar.set_postfix(loss=f"{totals['loss'] / max(totals['samples'], 1):.4f}",
+                                        samples_s=f"{done / max(time.perf_counter() - t0, 1e-9):,.0f}",
+                                        active=f"{totals['active'] / max(totals['samples'], 1):,.0f}")
+        except KeyboardInterrupt:
+            raise TrainingInterrupted(done, totals) from None
+        return totals
+
     def fit(
         self,
         X,
@@ -205,13 +261,12 @@ class Network:
         _check_int("batch_size", batch_size, 1)
         if validation_mode not in ("dense", "sparse"):
             raise ValueError(f"validation_mode must be 'dense' or 'sparse', got {validation_mode!r}")
-        X = as_features(X, self.input_dim)
-        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        data = self.prepare(X, Y)
         val = None
         if validation_data is not None:
             Xv = as_features(validation_data[0], self.input_dim, "validation X")
             val = (Xv, as_labels(validation_data[1], self.output_dim, Xv.shape[0], "validation Y"))
-        n = X.shape[0]
+        n = len(data)
         if n == 0:
             raise ValueError("X has no rows to train on")
         steps_per_epoch = -(-n // batch_size)
@@ -219,44 +274,29 @@ class Network:
         rng = np.random.default_rng(self.seed + self._core.counters()["step"])
         history = History()
         self.interrupted = False
-        arrays = (X.indptr, X.indices, X.data, Yc.indptr, Yc.indices)
         for epoch in range(epochs):
-            order = rng.permutation(n).astype(np.int64) if shuffle else np.arange(n, dtype=np.int64)
-            t0, loss_sum, counted, active = time.perf_counter(), 0.0, 0, 0
+            order = rng.permutation(n) if shuffle else np.arange(n)
+            first_step = epoch * steps_per_epoch
+            lr = lambda b: self.learning_rate * lr_multiplier(self.lr_schedule, first_step + b, total_steps)  # noqa: E731
+            t0 = time.perf_counter()
             bar = _progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
             try:
-                for b in range(steps_per_epoch):
-                    rows = order[b * batch_size:(b + 1) * batch_size]
-                    step = epoch * steps_per_epoch + b
-                    lr = self.learning_rate * lr_multiplier(self.lr_schedule, step, total_steps)
-                    stats = self._core.train_batch(*arrays, rows, lr)
-                    loss_sum += stats["loss"]
-                    counted += stats["samples"]
-                    active += stats["active"]
-                    if not np.isfinite(stats["loss"]):
-                        raise FloatingPointError(
-                            f"training diverged at epoch {epoch + 1}, batch {b + 1}: loss is {stats['loss']}; "
-                            f"lower learning_rate (now {self.learning_rate:g})")
-                    if bar is not None:
-                        bar.update(len(rows))
-                        if b % 10 == 0:
-                            elapsed = time.perf_counter() - t0
-                            bar.set_postfix(loss=f"{loss_sum / max(counted, 1):.4f}",
-                                            samples_s=f"{(b + 1) * batch_size / max(elapsed, 1e-9):,.0f}",
-                                            active=f"{active / max(counted, 1):,.0f}")
-            except KeyboardInterrupt:
+                totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar)
+            except TrainingInterrupted as stop:
+                totals = stop.totals
                 self.interrupted = history.interrupted = True
                 log.warning("training interrupted by the user during epoch %d; the model is intact", epoch + 1)
             finally:
                 if bar is not None:
                     bar.close()
             seconds = time.perf_counter() - t0
+            counted = max(totals["samples"], 1)
             metrics: dict[str, Any] = {
                 "epoch": epoch + 1,
-                "loss": loss_sum / max(counted, 1),
+                "loss": totals["loss"] / counted,
                 "seconds": seconds,
-                "samples_per_second": counted / max(seconds, 1e-9),
-                "active_per_sample": active / max(counted, 1),
+                "samples_per_second": totals["samples"] / max(seconds, 1e-9),
+                "active_per_sample": totals["active"] / counted,
             }
             if val is not None and not self.interrupted:
                 metrics.update({f"val_{k}": v for k, v in self.evaluate(*val, mode=validation_mode).items()})
@@ -298,11 +338,15 @@ class Network:
         return float(self._core.mean_loss(X.indptr, X.indices, X.data, Yc.indptr, Yc.indices))
 
     # ----------------------------------------------------------------- persistence
-    def save(self, path: "os.PathLike[str] | str", *, include_optimizer: bool = True) -> None:
-        """Write the model atomically (temp file, fsync, rename). No pickle: loading runs no code."""
+    def save(self, path: "os.PathLike[str] | str", *, include_optimizer: bool = True,
+             extra: Optional[dict] = None) -> None:
+        """Write the model atomically (temp file, fsync, rename). No pickle: loading runs no code.
+
+        `extra` is stored in the file's JSON header (read it back with `slide.model_file.read_header`).
+        """
         from .model_file import save_network
 
-        save_network(self, path, include_optimizer=include_optimizer)
+        save_network(self, path, include_optimizer=include_optimizer, extra=extra)
 
     @classmethod
     def load(cls, path: "os.PathLike[str] | str", *, threads: Optional[int] = None) -> "Network":

@@ -1,4 +1,4 @@
-"""The command line end to end, in a subprocess."""
+"""The command line end to end, in subprocesses: exit codes, messages and the run folder."""
 
 import json
 import os
@@ -9,11 +9,33 @@ import time
 
 import pytest
 
+from slide.datasets import make_train_test
+from slide.datasets.xc_files import write_xc
 
-def run(*args, cwd=None):
+FAST = ["--quiet", "--threads", "2"]
+
+
+def run(*args, cwd=None, env=None):
     # Never from the source tree: `python -m` puts the working directory first on sys.path.
-    return subprocess.run([sys.executable, "-m", "slide", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd or os.path.expanduser("~"))
+    return subprocess.run([sys.executable, "-m", "slide", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd or os.path.expanduser("~"), env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "r"
+    r = run("train", *FAST, "--epochs", "2", "--out", out)
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+@pytest.fixture(scope="module")
+def xc_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("xc")
+    train, test = make_train_test(3000, 400, 800, 1500, seed=3, avg_nnz=25, avg_labels=2)
+    write_xc(d / "train.txt", train.X, train.Y)
+    write_xc(d / "test.txt", test.X, test.Y)
+    return d
 
 
 def test_version():
@@ -21,38 +43,108 @@ def test_version():
     assert r.returncode == 0 and r.stdout.startswith("slide ")
 
 
-def test_train_default_writes_model_and_metrics(tmp_path):
-    r = run("train", "--quiet", "--epochs", "2", "--threads", "2", "--out", str(tmp_path / "run"))
+def test_train_default_fills_the_run_folder(trained_run):
+    out, r = trained_run
+    assert "test (exact, 2,000 points): P@1" in r.stdout
+    assert {"config.json", "metrics.jsonl", "checkpoint.npz", "model.npz", "progress.png"} <= set(os.listdir(out))
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in records].count("epoch") == 2 and records[-1]["kind"] == "final"
+    assert records[-1]["P@1"] > 0.3 and all(r["wall_seconds"] >= 0 for r in records)
+    config = json.loads((out / "config.json").read_text())
+    assert config["dataset"] == "default" and config["epochs"] == 2 and config["lsh"]["k"] == 3
+    assert (out / "progress.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_resume_continues_where_the_run_stopped(trained_run, tmp_path):
+    out, _ = trained_run
+    r = run("train", "--resume", out, "--epochs", "3", "--quiet")
     assert r.returncode == 0, r.stderr
-    assert "test (exact): P@1" in r.stdout
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["test"]["P@1"] > 0.3
-    assert (tmp_path / "run" / "model.npz").exists()
+    assert "resuming" in r.stdout and "epoch 3:" in r.stdout and "epoch 2:" not in r.stdout
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records if r["kind"] == "epoch"] == [1, 2, 3]
 
 
-def test_usage_error_exit_code():
-    r = run("train", "--dataset", "nope")
-    assert r.returncode == 2 and "invalid choice" in r.stderr
+def test_evaluate_and_predict(trained_run, tmp_path):
+    out, _ = trained_run
+    r = run("evaluate", out, "--test-samples", "300", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["P@1"] > 0.2
+    from slide.datasets import small_default
+
+    _, test = small_default()
+    points = tmp_path / "points.txt"
+    write_xc(points, test.X[:20], test.Y[:20])
+    r = run("predict", out / "model.npz", points, "-k", "3")
+    assert r.returncode == 0, r.stderr
+    lines = (tmp_path / "points.txt.top3.txt").read_text().splitlines()
+    assert len(lines) == 20 and all(len(line.split()) == 3 for line in lines)
+    ids = [int(t.split(":")[0]) for t in lines[0].split()]
+    assert all(0 <= i < 10_000 for i in ids)
 
 
-def test_value_error_is_a_message_not_a_traceback():
-    r = run("train", "--threads", "0")
+def test_train_on_user_files_with_a_config_file(xc_files, tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('epochs = 1\nbatch_size = 64\n[network]\nhidden = [32]\n[lsh]\nk = 3\nl = 10\n')
+    r = run("train", *FAST, "--train", xc_files / "train.txt", "--test", xc_files / "test.txt", "--config", cfg,
+            "--out", tmp_path / "r")
+    assert r.returncode == 0, r.stderr
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["network"]["hidden"] == [32] and config["lsh"]["l"] == 10 and config["batch_size"] == 64
+    r = run("evaluate", tmp_path / "r", "--test", xc_files / "test.txt")
+    assert r.returncode == 0 and "P@1" in r.stdout, r.stderr
+
+
+def test_data_info_and_check(xc_files, tmp_path):
+    r = run("data", "info", xc_files / "train.txt")
+    assert r.returncode == 0 and "3,000 points, 800 features, 1,500 labels" in r.stdout
+    broken = tmp_path / "broken.txt"
+    broken.write_text("2 10 5\n0 1:0.5\n1 3:x\n")
+    r = run("data", "check", broken)
     assert r.returncode == 2
-    assert "slide: error: threads must be >= 1" in r.stderr and "Traceback" not in r.stderr
+    assert f"slide: error: {broken}:3: expected a number after '3:', got 'x'" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
-def test_ctrl_c_stops_at_a_batch_boundary_with_the_model_intact(tmp_path):
-    p = subprocess.Popen([sys.executable, "-m", "slide", "train", "--epochs", "200", "--threads", "1",
-                          "--out", str(tmp_path / "run")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+def test_missing_dataset_says_where_it_looked_and_what_to_do(tmp_path):
+    r = run("train", "--dataset", "amazon670k", "--data-dir", tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    for expected in ("dataset 'amazon670k' not found", str(tmp_path / "amazon670k"), "manikvarma.org",
+                     "synthetic-amazon670k"):
+        assert expected in r.stderr
+    r = run("train", "--dataset", "amazon670k", env={"SLIDE_DATA": str(tmp_path / "elsewhere")})
+    assert str(tmp_path / "elsewhere" / "amazon670k") in r.stderr
+
+
+def test_user_errors_are_messages_with_exit_code_2(tmp_path):
+    r = run("train", "--threads", "0", "--quiet")
+    assert r.returncode == 2 and "slide: error: threads must be >= 1" in r.stderr and "Traceback" not in r.stderr
+    r = run("train", "--dataset", "nope")
+    assert r.returncode == 2 and "unknown dataset 'nope'" in r.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("epochs = [\n")
+    r = run("train", "--config", bad)
+    assert r.returncode == 2 and str(bad) in r.stderr
+    r = run("evaluate", tmp_path / "missing")
+    assert r.returncode == 2 and "no model file" in r.stderr
+    r = run("train", "--bogus-flag")
+    assert r.returncode == 2
+
+
+def test_ctrl_c_saves_a_checkpoint_and_the_run_resumes(tmp_path):
+    out = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-m", "slide", "train", "--epochs", "40", "--threads", "1", "--out", str(out),
+                          "--checkpoint-every", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=tmp_path)
     deadline = time.time() + 120
     line = ""
-    while "Network(" not in line and time.time() < deadline:  # wait until training starts
+    while "run folder" not in line and time.time() < deadline:  # wait until training starts
         line = p.stdout.readline()
     time.sleep(3)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+    _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
-    assert "interrupted" in err
-    assert "test (exact): P@1" in out  # the interrupted model still evaluates
-    assert (tmp_path / "run" / "model.npz").exists()
+    assert "interrupted: checkpoint saved" in err
+    assert (out / "checkpoint.npz").exists() and not (out / "model.npz").exists()
+    r = run("train", "--resume", out, "--epochs", "1", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert (out / "model.npz").exists()

@@ -1,0 +1,161 @@
+#include "data/xc_parser.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <cmath>
+#include <sstream>
+
+namespace slide {
+
+namespace {
+
+class Cursor {
+ public:
+  Cursor(const char* begin, const char* end) : p_(begin), end_(end) {}
+
+  bool at_end() const { return p_ >= end_; }
+  const char* pos() const { return p_; }
+  std::int64_t line() const { return line_; }
+
+  // Returns [begin, end) of the next line without its "\n" or "\r\n".
+  bool next_line(const char*& b, const char*& e) {
+    if (p_ >= end_) return false;
+    b = p_;
+    const char* nl = static_cast<const char*>(std::memchr(p_, '\n', end_ - p_));
+    e = nl ? nl : end_;
+    p_ = nl ? nl + 1 : end_;
+    if (e > b && e[-1] == '\r') --e;
+    ++line_;
+    return true;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+  std::int64_t line_ = 0;
+};
+
+std::string show(const char* b, const char* e) {
+  std::string s(b, std::min<std::size_t>(e - b, 24));
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 32 || static_cast<unsigned char>(c) > 126) c = '?';
+  return "'" + s + (e - b > 24 ? "...'" : "'");
+}
+
+[[noreturn]] void fail(std::int64_t line, const std::string& msg) { throw ParseError(line, msg); }
+
+template <class T>
+const char* parse_int(const char* b, const char* e, T& out, std::int64_t line, const char* what) {
+  auto r = std::from_chars(b, e, out);
+  if (r.ec != std::errc() || r.ptr == b || out < 0) {
+    const char* stop = b;
+    while (stop < e && *stop != ' ' && *stop != ',' && *stop != ':' && *stop != '\t') ++stop;
+    fail(line, std::string("expected ") + what + " (a non-negative integer), got " + show(b, stop == b ? e : stop));
+  }
+  return r.ptr;
+}
+
+bool blank(const char* b, const char* e) {
+  for (; b < e; ++b)
+    if (*b != ' ' && *b != '\t') return false;
+  return true;
+}
+
+}  // namespace
+
+XcData parse_xc(const char* text, std::size_t size) {
+  XcData d;
+  Cursor cur(text, text + size);
+  const char *b, *e;
+  if (!cur.next_line(b, e) || blank(b, e))
+    fail(1, "expected a header 'num_points num_features num_labels', got an empty line");
+  {
+    const char* p = b;
+    std::int64_t vals[3];
+    for (int i = 0; i < 3; ++i) {
+      while (p < e && (*p == ' ' || *p == '\t')) ++p;
+      p = parse_int(p, e, vals[i], 1, i == 0 ? "num_points" : i == 1 ? "num_features" : "num_labels");
+    }
+    while (p < e && (*p == ' ' || *p == '\t')) ++p;
+    if (p != e) fail(1, "expected exactly three numbers in the header, found more: " + show(p, e));
+    if (vals[0] < 0 || vals[1] <= 0 || vals[2] <= 0 || vals[1] > INT32_MAX || vals[2] > INT32_MAX)
+      fail(1, "header counts out of range (points >= 0, 1 <= features, labels <= 2^31-1)");
+    d.num_points = vals[0];
+    d.num_features = vals[1];
+    d.num_labels = vals[2];
+  }
+  // Reserve from the file size: ~12 bytes per feature entry is typical.
+  d.x_indptr.reserve(d.num_points + 1);
+  d.y_indptr.reserve(d.num_points + 1);
+  d.x_indices.reserve(size / 12);
+  d.x_data.reserve(size / 12);
+  // Stamps (the line that last used an id) catch repeated ids in O(1).
+  std::vector<std::int64_t> label_seen(d.num_labels, 0), feature_seen(d.num_features, 0);
+  std::int64_t points = 0;
+  std::int64_t first_trailing_blank = 0;
+  while (cur.next_line(b, e)) {
+    const std::int64_t line = cur.line();
+    if (b == e) {
+      // An empty line is only fine at the very end of the file. (A line of spaces is a point with
+      // neither labels nor features.)
+      if (!first_trailing_blank) first_trailing_blank = line;
+      continue;
+    }
+    if (first_trailing_blank) fail(first_trailing_blank, "blank line in the middle of the data");
+    if (points == d.num_points)
+      fail(line, "more points than the header's " + std::to_string(d.num_points));
+    const char* p = b;
+    // Labels: "l1,l2,...", or nothing when the line starts with a space.
+    if (*p != ' ' && *p != '\t') {
+      while (true) {
+        std::int64_t label;
+        p = parse_int(p, e, label, line, "a label id");
+        if (label >= d.num_labels)
+          fail(line, "label id " + std::to_string(label) + " is out of range [0, " + std::to_string(d.num_labels) + ")");
+        if (label_seen[label] == line) fail(line, "label id " + std::to_string(label) + " is repeated");
+        label_seen[label] = line;
+        d.y_indices.push_back(static_cast<std::int32_t>(label));
+        if (p < e && *p == ',') {
+          ++p;
+          continue;
+        }
+        break;
+      }
+      if (p < e && *p != ' ' && *p != '\t') fail(line, "expected ',' or a space after a label, got " + show(p, e));
+    }
+    // Features: "f:v" separated by spaces.
+    while (true) {
+      while (p < e && (*p == ' ' || *p == '\t')) ++p;
+      if (p >= e) break;
+      std::int64_t f;
+      p = parse_int(p, e, f, line, "a feature id");
+      if (p >= e || *p != ':') fail(line, "expected ':' after feature id " + std::to_string(f));
+      ++p;
+      float v;
+      auto r = std::from_chars(p, e, v);
+      if (r.ec != std::errc() || r.ptr == p || (r.ptr < e && *r.ptr != ' ' && *r.ptr != '\t')) {
+        const char* stop = p;
+        while (stop < e && *stop != ' ' && *stop != '\t') ++stop;
+        fail(line, "expected a number after '" + std::to_string(f) + ":', got " + show(p, stop));
+      }
+      if (!std::isfinite(v)) fail(line, "feature " + std::to_string(f) + " has a non-finite value");
+      if (f >= d.num_features)
+        fail(line, "feature id " + std::to_string(f) + " is out of range [0, " + std::to_string(d.num_features) + ")");
+      if (feature_seen[f] == line) fail(line, "feature id " + std::to_string(f) + " is repeated");
+      feature_seen[f] = line;
+      p = r.ptr;
+      d.x_indices.push_back(static_cast<std::int32_t>(f));
+      d.x_data.push_back(v);
+    }
+    d.x_indptr.push_back(static_cast<std::int64_t>(d.x_indices.size()));
+    d.y_indptr.push_back(static_cast<std::int64_t>(d.y_indices.size()));
+    ++points;
+  }
+  if (points != d.num_points)
+    fail(0, "the header promises " + std::to_string(d.num_points) + " points but the file has " +
+                std::to_string(points));
+  return d;
+}
+
+}  // namespace slide

@@ -1,0 +1,103 @@
+// Data loaders: text in (a bytes-like buffer), NumPy CSR arrays out, parsed without the GIL.
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "data/text8.h"
+#include "data/xc_parser.h"
+#include "python/bindings.h"
+
+namespace slide::python {
+
+namespace {
+
+// Hands a vector to NumPy without copying: the array owns it through a capsule.
+template <class T>
+py::array_t<T> to_numpy(std::vector<T>&& v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), free_when_done);
+}
+
+}  // namespace
+
+void bind_data(py::module_& m) {
+  static py::exception<ParseError> parse_error(m, "ParseError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ParseError& e) {
+      // args = (line, message): the Python layer adds the file name.
+      PyErr_SetObject(parse_error.ptr(), py::make_tuple(e.line(), e.what()).ptr());
+    }
+  });
+  m.def(
+      "parse_xc",
+      [](const py::buffer& text) {
+        py::buffer_info info = text.request();
+        XcData d;
+        {
+          py::gil_scoped_release release;
+          d = parse_xc(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize));
+        }
+        py::dict out;
+        out["num_points"] = d.num_points;
+        out["num_features"] = d.num_features;
+        out["num_labels"] = d.num_labels;
+        out["x_indptr"] = to_numpy(std::move(d.x_indptr));
+        out["x_indices"] = to_numpy(std::move(d.x_indices));
+        out["x_data"] = to_numpy(std::move(d.x_data));
+        out["y_indptr"] = to_numpy(std::move(d.y_indptr));
+        out["y_indices"] = to_numpy(std::move(d.y_indices));
+        return out;
+      },
+      py::arg("text"), "Parse an Extreme Classification Repository file's bytes into CSR arrays.");
+
+  m.def(
+      "tokenize_corpus",
+      [](const py::buffer& text, std::int64_t min_count, std::int64_t max_vocab) {
+        py::buffer_info info = text.request();
+        Corpus c;
+        {
+          py::gil_scoped_release release;
+          c = tokenize(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize),
+                       min_count, max_vocab);
+        }
+        py::dict out;
+        py::list words;  // bytes: a corpus need not be valid UTF-8
+        for (const std::string& w : c.words) words.append(py::bytes(w));
+        out["words"] = words;
+        out["counts"] = to_numpy(std::move(c.counts));
+        out["ids"] = to_numpy(std::move(c.ids));
+        out["tokens_read"] = c.tokens_read;
+        return out;
+      },
+      py::arg("text"), py::arg("min_count"), py::arg("max_vocab"));
+
+  m.def(
+      "corpus_samples",
+      [](const py::array_t<std::int32_t, py::array::c_style>& ids, const py::array_t<std::int64_t, py::array::c_style>& counts,
+         std::int64_t begin, std::int64_t end, int window, double subsample, std::uint64_t seed) {
+        const std::int64_t vocab = counts.size();
+        const std::int32_t* p = ids.data();
+        for (py::ssize_t i = 0; i < ids.size(); ++i)
+          if (p[i] < 0 || p[i] >= vocab) throw std::invalid_argument("corpus ids must lie in [0, vocabulary size)");
+        Samples s;
+        {
+          py::gil_scoped_release release;
+          s = make_samples(p, ids.size(), begin, end, counts.data(), vocab, SampleOptions{window, subsample, seed});
+        }
+        py::dict out;
+        out["x_indptr"] = to_numpy(std::move(s.x_indptr));
+        out["x_indices"] = to_numpy(std::move(s.x_indices));
+        out["y_indptr"] = to_numpy(std::move(s.y_indptr));
+        out["y_indices"] = to_numpy(std::move(s.y_indices));
+        out["positions"] = to_numpy(std::move(s.positions));
+        return out;
+      },
+      py::arg("ids"), py::arg("counts"), py::arg("begin"), py::arg("end"), py::arg("window"), py::arg("subsample"),
+      py::arg("seed"));
+  m.def("keep_probability", &keep_probability, py::arg("count"), py::arg("total"), py::arg("subsample"));
+}
+
+}  // namespace slide::python

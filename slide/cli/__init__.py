@@ -1,0 +1,41 @@
+"""The `slide` command line.
+
+Exit codes: 0 success, 2 usage or data errors (with a message, no traceback), 130 after Ctrl-C
+(a checkpoint is saved first when training).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Optional, Sequence
+
+from .._version import __version__
+from . import data, evaluate, predict, train
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="slide", description="Train LSH-sampled extreme classifiers on CPUs.")
+    p.add_argument("--version", action="version", version=f"slide {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for command in (train, evaluate, predict, data):
+        command.add_parser(sub)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="slide: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"slide: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

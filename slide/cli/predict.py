@@ -1,0 +1,42 @@
+"""`slide predict MODEL FILE -k 5`: the top-k labels of every point of FILE, one line per point:
+`id:score id:score ...` (scores are logits), written atomically."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..datasets.xc_files import load_xc
+from ..model_file import atomic_write
+from ..network import Network
+from .evaluate import model_path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("predict", help="write the top-k labels of every point of a file")
+    p.add_argument("model", type=Path, help="a model file or run folder")
+    p.add_argument("file", type=Path, help="points in Extreme Classification format (labels may be empty)")
+    p.add_argument("-k", type=int, default=5)
+    p.add_argument("--out", type=Path, help="output file (default: FILE.topK.txt; '-' for stdout)")
+    p.add_argument("--mode", choices=["dense", "sparse"], default="dense")
+    p.add_argument("--threads", type=int)
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    net = Network.load(model_path(args.model), threads=args.threads)
+    data = load_xc(args.file, cache=False)
+    if data.X.shape[1] != net.input_dim:
+        raise ValueError(f"{args.file} has {data.X.shape[1]:,} features but the model expects {net.input_dim:,}")
+    ids, scores = net.predict(data.X, k=args.k, mode=args.mode)
+    lines = [" ".join(f"{i}:{s:.6g}" for i, s in zip(row_ids, row_scores) if i >= 0)
+             for row_ids, row_scores in zip(ids, scores)]
+    text = ("\n".join(lines) + "\n").encode()
+    if str(args.out) == "-":
+        sys.stdout.write(text.decode())
+        return 0
+    out = args.out or args.file.with_name(f"{args.file.name}.top{args.k}.txt")
+    atomic_write(out, lambda f: f.write(text))
+    print(f"wrote the top {args.k} labels of {len(lines):,} points to {out}")
+    return 0

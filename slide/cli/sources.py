@@ -1,0 +1,97 @@
+"""Where a run's data comes from: a registry name or a pair of files, resolved to a training stream
+and a test split."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ..datasets import registry
+from ..datasets.synthetic import Split, small_default, synthetic_amazon670k
+from ..datasets.text8 import load_text8
+from ..datasets.xc_files import load_xc
+from ..network import Network
+from ..runs import Stream, in_memory_stream
+
+log = logging.getLogger("slide")
+
+
+@dataclass
+class Source:
+    title: str
+    input_dim: int
+    output_dim: int
+    test: Split
+    make_stream: Any  # (Network, seed) -> Stream
+    preset: dict
+
+
+def _shuffled(split: Split, seed: int) -> Split:
+    """Test files are often sorted by label: shuffle so prefixes and samples are representative."""
+    rows = np.random.default_rng(seed).permutation(len(split))
+    return Split(split.X[rows], split.Y[rows])
+
+
+def _limit(split: Split, n: Optional[int]) -> Split:
+    return split if n is None else Split(split.X[:n], split.Y[:n])
+
+
+def resolve(cfg: dict) -> Source:
+    """cfg holds dataset or train_file/test_file, data_dir, train_samples, test_samples, seed."""
+    t0 = time.perf_counter()
+    seed = cfg.get("seed", 0)
+    if cfg.get("train_file"):
+        if not cfg.get("test_file"):
+            raise ValueError("--train FILE needs --test FILE as well")
+        train, test = load_xc(cfg["train_file"]), load_xc(cfg["test_file"])
+        if train.X.shape[1] != test.X.shape[1] or train.Y.shape[1] != test.Y.shape[1]:
+            raise ValueError(f"{cfg['train_file']} and {cfg['test_file']} disagree on the number of features or labels "
+                             f"({train.X.shape[1]} x {train.Y.shape[1]} vs {test.X.shape[1]} x {test.Y.shape[1]})")
+        title, preset = f"{Path(cfg['train_file']).name}", registry.SLIDE_PRESET
+    else:
+        info = registry.get(cfg.get("dataset", "default"))
+        title, preset = info.name, info.preset
+        if info.kind == "text8":
+            return _text8_source(info, cfg, t0)
+        if info.name == "default":
+            train, test = small_default(seed=seed)
+        elif info.name == "synthetic-amazon670k":
+            train, test = synthetic_amazon670k(n_train=cfg.get("train_samples") or info.stats["train"],
+                                               n_test=cfg.get("test_samples") or info.stats["test"], seed=seed)
+        else:
+            train_path, test_path = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
+            train, test = load_xc(train_path), load_xc(test_path)
+    train = _limit(train, cfg.get("train_samples"))
+    test = _limit(_shuffled(test, seed), cfg.get("test_samples"))
+    print(f"data: {title}, {len(train):,} train / {len(test):,} test points, {train.X.shape[1]:,} features, "
+          f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)", flush=True)
+    return Source(title, train.X.shape[1], train.Y.shape[1], test,
+                  lambda net, s: in_memory_stream(net, train, s), preset)
+
+
+def _text8_source(info, cfg: dict, t0: float) -> Source:
+    corpus_path, _ = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
+    opts = {**info.preset.get("text8", {}), **cfg.get("text8", {})}
+    corpus = load_text8(corpus_path, **opts)
+    test = corpus.test_split(max_points=cfg.get("test_samples") or 10_000, seed=cfg.get("seed", 0))
+    chunk = 1_000_000
+    limit = cfg.get("train_samples")
+
+    def make_stream(net: Network, seed: int) -> Stream:
+        def segments(epoch: int):
+            end = corpus.train_end if limit is None else min(corpus.train_end, limit)
+            for index, begin in enumerate(range(0, end, chunk)):
+                split = corpus.samples(begin, min(begin + chunk, end), seed=seed + 7919 * epoch)
+                data = net.prepare(split.X, split.Y)
+                yield data, np.random.default_rng([seed, epoch, index]).permutation(len(data))
+
+        return Stream(segments, corpus.train_end if limit is None else min(corpus.train_end, limit))
+
+    print(f"data: text8, {len(corpus.ids):,} words, vocabulary {corpus.vocab_size:,}, {len(test):,} test samples "
+          f"({time.perf_counter() - t0:.1f}s)", flush=True)
+    return Source("text8", corpus.vocab_size, corpus.vocab_size, test, make_stream, info.preset)

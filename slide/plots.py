@@ -1,0 +1,47 @@
+"""The run folder's picture: test P@1 and training loss against wall-clock time."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+log = logging.getLogger("slide")
+_warned = False
+
+
+def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
+    """Write a PNG from metrics.jsonl records; returns False (and logs why) when it cannot."""
+    points = [r for r in records if "P@1" in r]
+    if not points:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        global _warned
+        if not _warned:
+            log.warning("matplotlib is not installed; no %s (pip install matplotlib)", path.name)
+            _warned = True
+        return False
+    from .model_file import atomic_write
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    t = [r["wall_seconds"] for r in points]
+    ax.plot(t, [r["P@1"] for r in points], "o-", color="tab:blue", label="test P@1")
+    ax.set_xlabel("wall-clock training time (s)")
+    ax.set_ylabel("test P@1", color="tab:blue")
+    ax.set_ylim(bottom=0)
+    losses = [(r["wall_seconds"], r["train_loss"]) for r in points if r.get("train_loss") is not None]
+    if losses:
+        ax2 = ax.twinx()
+        ax2.plot(*zip(*losses), "s--", color="tab:red", label="training loss")
+        ax2.set_ylabel("training loss (active set)", color="tab:red")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    atomic_write(path, lambda f: fig.savefig(f, format="png"))
+    plt.close(fig)
+    return True

@@ -1,0 +1,192 @@
+"""A training run as the CLI drives it: a run folder with the resolved config, metrics.jsonl,
+atomic checkpoints (model, optimizer, tables and the loop's position in one file), the final model
+and a plot; periodic evaluation on a shuffled test sample; exact resume after Ctrl-C or a kill."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import numpy as np
+
+from .datasets.synthetic import Split
+from .model_file import atomic_write, read_header
+from .network import Network, TrainingData, TrainingInterrupted, _progress_bar
+from .plots import plot_progress
+
+log = logging.getLogger("slide")
+
+CHECKPOINT = "checkpoint.npz"
+MODEL = "model.npz"
+METRICS = "metrics.jsonl"
+CONFIG = "config.json"
+PLOT = "progress.png"
+
+
+@dataclass
+class Position:
+    """Where a run is: the next row of segment `segment` of epoch `epoch`."""
+
+    epoch: int = 0
+    segment: int = 0
+    row: int = 0
+    samples: int = 0            # trained so far, all epochs
+    wall_seconds: float = 0.0   # training time so far (evaluation excluded)
+    since_eval: int = 0
+    loss_since_eval: float = 0.0
+    labelled_since_eval: int = 0
+
+
+@dataclass
+class Stream:
+    """Training data as segments per epoch: in-memory data is one segment; a corpus is many."""
+
+    segments: Callable[[int], Iterator[tuple[TrainingData, np.ndarray]]]
+    samples_per_epoch: int
+
+
+def in_memory_stream(net: Network, train: Split, seed: int) -> Stream:
+    data = net.prepare(train.X, train.Y)
+
+    def segments(epoch: int):
+        yield data, np.random.default_rng([seed, epoch]).permutation(len(data))
+
+    return Stream(segments, len(data))
+
+
+@dataclass
+class RunSettings:
+    epochs: int
+    batch_size: int
+    eval_every: int            # samples between periodic evaluations
+    eval_samples: int          # test points in a periodic evaluation
+    checkpoint_every: float    # seconds between checkpoints
+    final_eval_samples: Optional[int] = None  # None: the whole test set
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def save_checkpoint(net: Network, run_dir: Path, pos: Position) -> None:
+    net.save(run_dir / CHECKPOINT, extra={"position": pos.__dict__})
+
+
+def load_checkpoint(run_dir: Path, threads: Optional[int] = None) -> tuple[Network, Position]:
+    path = run_dir / CHECKPOINT
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir} has no {CHECKPOINT} to resume from")
+    header = read_header(path)
+    return Network.load(path, threads=threads), Position(**header["extra"]["position"])
+
+
+def _append_metrics(run_dir: Path, record: dict) -> None:
+    with open(run_dir / METRICS, "a") as f:  # one line per record: a torn last line is all a kill can cost
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / METRICS
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+    return out
+
+
+def _subsample(split: Split, n: Optional[int], seed: int) -> Split:
+    if n is None or len(split) <= n:
+        return split
+    rows = np.sort(np.random.default_rng(seed).choice(len(split), n, replace=False))
+    return Split(split.X[rows], split.Y[rows])
+
+
+def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
+        title: str = "") -> dict:
+    """Train until `s.epochs` epochs are done; returns the final test report. Raises
+    TrainingInterrupted after writing a checkpoint when the user presses Ctrl-C."""
+    pos = pos or Position()
+    eval_split = _subsample(test, s.eval_samples, seed=1)
+    last_checkpoint = time.perf_counter()
+    piece = max(s.batch_size, min(s.eval_every, s.batch_size * 50))
+
+    def evaluate(kind: str, split: Split) -> dict:
+        report = net.evaluate(split.X, split.Y)
+        record = {"kind": kind, "epoch": pos.epoch + (kind == "periodic"), "samples": pos.samples,
+                  "wall_seconds": round(pos.wall_seconds, 3),
+                  "train_loss": pos.loss_since_eval / pos.labelled_since_eval if pos.labelled_since_eval else None,
+                  "test_points": len(split), **report}
+        _append_metrics(run_dir, record)
+        pos.since_eval = pos.labelled_since_eval = 0
+        pos.loss_since_eval = 0.0
+        plot_progress(read_metrics(run_dir), run_dir / PLOT, title)
+        return record
+
+    while pos.epoch < s.epochs:
+        bar = _progress_bar(stream.samples_per_epoch, f"epoch {pos.epoch + 1}/{s.epochs}", s.progress)
+        try:
+            for index, (data, order) in enumerate(stream.segments(pos.epoch)):
+                if index < pos.segment:
+                    continue
+                if bar is not None and pos.row:
+                    bar.update(pos.row)
+                while pos.row < len(order):
+                    rows = order[pos.row:pos.row + piece]
+                    t0 = time.perf_counter()
+                    try:
+                        totals = net.train_rows(data, rows, batch_size=s.batch_size, lr=net.learning_rate, bar=bar)
+                        done = len(rows)
+                    except TrainingInterrupted as stop:
+                        totals, done = stop.totals, stop.rows_done
+                        _advance(pos, done, totals, time.perf_counter() - t0)
+                        save_checkpoint(net, run_dir, pos)
+                        raise
+                    _advance(pos, done, totals, time.perf_counter() - t0)
+                    if pos.since_eval >= s.eval_every:
+                        r = evaluate("periodic", eval_split)
+                        log.info("after %s samples: P@1 %.4f", f"{pos.samples:,}", r["P@1"])
+                    if time.perf_counter() - last_checkpoint >= s.checkpoint_every:
+                        save_checkpoint(net, run_dir, pos)
+                        last_checkpoint = time.perf_counter()
+                pos.segment, pos.row = index + 1, 0
+        finally:
+            if bar is not None:
+                bar.close()
+        pos.epoch, pos.segment, pos.row = pos.epoch + 1, 0, 0
+        record = evaluate("epoch", eval_split)
+        print(f"epoch {pos.epoch}: {pos.samples:,} samples in {pos.wall_seconds:,.1f}s "
+              f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s), test P@1 {record['P@1']:.4f} "
+              f"on {len(eval_split):,} points", flush=True)
+        save_checkpoint(net, run_dir, pos)
+        last_checkpoint = time.perf_counter()
+    final = evaluate("final", _subsample(test, s.final_eval_samples, seed=2))
+    net.save(run_dir / MODEL)
+    return final
+
+
+def _advance(pos: Position, rows: int, totals: dict, seconds: float) -> None:
+    pos.row += rows
+    pos.samples += rows
+    pos.since_eval += rows
+    pos.wall_seconds += seconds
+    pos.loss_since_eval += totals["loss"]
+    pos.labelled_since_eval += totals["samples"]
+
+
+def write_config(run_dir: Path, config: dict) -> None:
+    payload = (json.dumps(config, indent=2) + "\n").encode()
+    atomic_write(run_dir / CONFIG, lambda f: f.write(payload))
+
+
+def read_config(run_dir: Path) -> dict:
+    path = run_dir / CONFIG
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir} is not a run folder (no {CONFIG})")
+    return json.loads(path.read_text())
