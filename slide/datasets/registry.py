@@ -36,6 +36,16 @@ def _xc_names(*stems: str) -> tuple[str, ...]:
     return tuple(f"{s}{ext}" for s in stems for ext in ("", ".gz"))
 
 
+def _xc_dataset(name: str, description: str, slide_prefix: str, folder: str, **stats: Any) -> DatasetInfo:
+    """An Extreme Classification Repository dataset: train/test files under the names the repository
+    and the original SLIDE code use."""
+    return DatasetInfo(
+        name, "xc", f"{description} (bag-of-words features)",
+        train_files=_xc_names("train.txt", f"{slide_prefix}_train.txt", f"{folder}/train.txt"),
+        test_files=_xc_names("test.txt", f"{slide_prefix}_test.txt", f"{folder}/test.txt"),
+        stats=stats, source=f"{XC_REPOSITORY} ({folder}, BoW features)", preset=SLIDE_PRESET)
+
+
 DATASETS: dict[str, DatasetInfo] = {
     "default": DatasetInfo(
         "default", "synthetic", "small generated problem: 5,000 features, 10,000 labels, 20,000 points (seconds)",
@@ -47,27 +57,15 @@ DATASETS: dict[str, DatasetInfo] = {
         "generated data of Amazon-670K's exact shape (135,909 features, 670,091 labels, ~75 nnz, ~5.45 labels)",
         stats=dict(features=135_909, labels=670_091, train=490_449, test=153_025),
         preset=SLIDE_PRESET),
-    "amazon670k": DatasetInfo(
-        "amazon670k", "xc", "Amazon-670K product-to-product recommendation (bag-of-words features)",
-        train_files=_xc_names("train.txt", "amazon_train.txt", "Amazon-670K/train.txt", "Amazon670K/train.txt"),
-        test_files=_xc_names("test.txt", "amazon_test.txt", "Amazon-670K/test.txt", "Amazon670K/test.txt"),
-        stats=dict(features=135_909, labels=670_091, train=490_449, test=153_025, labels_per_point=5.45,
-                   nnz_per_point=75),
-        source=f"{XC_REPOSITORY} (Amazon-670K, BoW features)", preset=SLIDE_PRESET),
-    "wikilsh325k": DatasetInfo(
-        "wikilsh325k", "xc", "WikiLSHTC-325K Wikipedia categories (bag-of-words features)",
-        train_files=_xc_names("train.txt", "wikiLSHTC_train.txt", "WikiLSHTC-325K/train.txt"),
-        test_files=_xc_names("test.txt", "wikiLSHTC_test.txt", "WikiLSHTC-325K/test.txt"),
-        stats=dict(features=1_617_899, labels=325_056, train=1_778_351, test=587_084, labels_per_point=3.19,
-                   nnz_per_point=42),
-        source=f"{XC_REPOSITORY} (WikiLSHTC-325K, BoW features)", preset=SLIDE_PRESET),
-    "delicious200k": DatasetInfo(
-        "delicious200k", "xc", "Delicious-200K social bookmarking tags (bag-of-words features)",
-        train_files=_xc_names("train.txt", "deliciousLarge_train.txt", "Delicious-200K/train.txt"),
-        test_files=_xc_names("test.txt", "deliciousLarge_test.txt", "Delicious-200K/test.txt"),
-        stats=dict(features=782_585, labels=205_443, train=196_606, test=100_095, labels_per_point=75.54,
-                   nnz_per_point=300),
-        source=f"{XC_REPOSITORY} (Delicious-200K, BoW features)", preset=SLIDE_PRESET),
+    "amazon670k": _xc_dataset("amazon670k", "Amazon-670K product-to-product recommendation", "amazon", "Amazon-670K",
+                              features=135_909, labels=670_091, train=490_449, test=153_025, labels_per_point=5.45,
+                              nnz_per_point=75),
+    "wikilsh325k": _xc_dataset("wikilsh325k", "WikiLSHTC-325K Wikipedia categories", "wikiLSHTC", "WikiLSHTC-325K",
+                               features=1_617_899, labels=325_056, train=1_778_351, test=587_084,
+                               labels_per_point=3.19, nnz_per_point=42),
+    "delicious200k": _xc_dataset("delicious200k", "Delicious-200K social bookmarking tags", "deliciousLarge",
+                                 "Delicious-200K", features=782_585, labels=205_443, train=196_606, test=100_095,
+                                 labels_per_point=75.54, nnz_per_point=300),
     "text8": DatasetInfo(
         "text8", "text8", "Text8 (first 10^8 bytes of Wikipedia), word2vec-style: centre word -> context words",
         train_files=("text8", "text8.txt", "text8.gz"),
