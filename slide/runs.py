@@ -110,9 +110,20 @@ def _subsample(split: Split, n: Optional[int], seed: int) -> Split:
 
 def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
         title: str = "") -> dict:
-    """Train until `s.epochs` epochs are done; returns the final test report. Raises
-    TrainingInterrupted after writing a checkpoint when the user presses Ctrl-C."""
+    """Train until `s.epochs` epochs are done; returns the final test report. Ctrl-C at any moment
+    (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
+    position and raises TrainingInterrupted."""
     pos = pos or Position()
+    try:
+        return _run(net, stream, test, run_dir, s, pos, title)
+    except TrainingInterrupted:
+        raise
+    except KeyboardInterrupt:
+        save_checkpoint(net, run_dir, pos)
+        raise TrainingInterrupted(0, {}) from None
+
+
+def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str) -> dict:
     eval_split = _subsample(test, s.eval_samples, seed=1)
     last_checkpoint = time.perf_counter()
     piece = max(s.batch_size, min(s.eval_every, s.batch_size * 50))
