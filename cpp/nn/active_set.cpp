@@ -50,7 +50,7 @@ std::uint32_t ActiveSetBuilder::build(const HashTables& tables, const std::uint3
     }
   }
   const std::uint32_t retrieved = static_cast<std::uint32_t>(candidates_.size());
-  const std::size_t room = max_active > 0 ? static_cast<std::size_t>(std::max<int>(max_active, 0)) : SIZE_MAX;
+  const std::size_t room = max_active > 0 ? static_cast<std::size_t>(max_active) : SIZE_MAX;
   if (from_labels + candidates_.size() <= room) {
     out.insert(out.end(), candidates_.begin(), candidates_.end());
   } else if (room > from_labels) {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..network import Network
 from .. import runs
-from .sources import resolve
+from .sources import limit, resolve, shuffled
 
 
 def add_parser(sub) -> None:
@@ -41,9 +41,7 @@ def main(args: argparse.Namespace) -> int:
     if args.test_file:
         from ..datasets.xc_files import load_xc
 
-        test = load_xc(args.test_file)
-        if args.test_samples:
-            test.X, test.Y = test.X[:args.test_samples], test.Y[:args.test_samples]
+        test = limit(shuffled(load_xc(args.test_file), cfg.get("seed", 0)), args.test_samples)
     else:
         source_cfg = {**cfg, "dataset": args.dataset or cfg.get("dataset", "default"),
                       "train_file": None if args.dataset else cfg.get("train_file"),

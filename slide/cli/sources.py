@@ -31,13 +31,13 @@ class Source:
     preset: dict
 
 
-def _shuffled(split: Split, seed: int) -> Split:
+def shuffled(split: Split, seed: int) -> Split:
     """Test files are often sorted by label: shuffle so prefixes and samples are representative."""
     rows = np.random.default_rng(seed).permutation(len(split))
     return Split(split.X[rows], split.Y[rows])
 
 
-def _limit(split: Split, n: Optional[int]) -> Split:
+def limit(split: Split, n: Optional[int]) -> Split:
     return split if n is None else Split(split.X[:n], split.Y[:n])
 
 
@@ -66,8 +66,8 @@ def resolve(cfg: dict) -> Source:
         else:
             train_path, test_path = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
             train, test = load_xc(train_path), load_xc(test_path)
-    train = _limit(train, cfg.get("train_samples"))
-    test = _limit(_shuffled(test, seed), cfg.get("test_samples"))
+    train = limit(train, cfg.get("train_samples"))
+    test = limit(shuffled(test, seed), cfg.get("test_samples"))
     print(f"data: {title}, {len(train):,} train / {len(test):,} test points, {train.X.shape[1]:,} features, "
           f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)", flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,

@@ -16,6 +16,9 @@ from .sources import resolve
 
 NETWORK_KEYS = ("hidden", "learning_rate", "optimizer", "dense")
 RUN_KEYS = ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "final_eval_samples")
+# Top-level settings of a run (the config file may also hold [network] and [lsh] tables).
+TOP_KEYS = ("dataset", "train_file", "test_file", "data_dir", "train_samples", "test_samples", "threads", "seed",
+            "text8", *RUN_KEYS)
 
 
 def add_parser(sub) -> None:
@@ -62,16 +65,14 @@ def _read_toml(path: Path) -> dict:
 def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
     """Preset of the dataset, then the TOML file, then command-line flags."""
     file_cfg = _read_toml(args.config) if args.config else {}
-    known = {"dataset", "train_file", "test_file", "data_dir", "train_samples", "test_samples", "threads", "seed",
-             "network", "lsh", "text8", *RUN_KEYS}
+    known = {*TOP_KEYS, "network", "lsh"}
     unknown = set(file_cfg) - known
     if unknown:
         raise ValueError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
     flags = {k: v for k, v in vars(args).items() if v is not None}
     cfg: dict[str, Any] = {"dataset": "default", "seed": 0}
     for source in (file_cfg, flags):
-        for k in ("dataset", "train_file", "test_file", "data_dir", "train_samples", "test_samples", "threads", "seed",
-                  "text8", *RUN_KEYS):
+        for k in TOP_KEYS:
             if k in source:
                 cfg[k] = source[k]
     if flags.get("train_file"):

@@ -36,13 +36,16 @@ def read_bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def parse_xc_bytes(text: bytes, path: PathLike = "<bytes>") -> Split:
+def _parse(text: bytes, path: PathLike) -> dict:
     try:
-        d = _core.parse_xc(text)
+        return _core.parse_xc(text)
     except _core.ParseError as e:
         line, message = e.args
         raise DataFormatError(path, line, message) from None
-    return _split_from_arrays(d)
+
+
+def parse_xc_bytes(text: bytes, path: PathLike = "<bytes>") -> Split:
+    return _split_from_arrays(_parse(text, path))
 
 
 def _split_from_arrays(d: dict) -> Split:
@@ -68,12 +71,7 @@ def load_xc(path: PathLike, *, cache: bool = True, cache_dir: Optional[PathLike]
         arrays = load_cached(path, "xc", cdir)
         if arrays is not None:
             return _split_from_arrays(arrays)
-    d = None
-    try:
-        d = _core.parse_xc(read_bytes(path))
-    except _core.ParseError as e:
-        line, message = e.args
-        raise DataFormatError(path, line, message) from None
+    d = _parse(read_bytes(path), path)
     if cache:
         store_cached(path, "xc", cdir, {k: np.asarray(v) for k, v in d.items()})
     return _split_from_arrays(d)

@@ -9,21 +9,21 @@ from slide.datasets import make_train_test
 from slide.network import TrainingInterrupted
 
 
-def _setup(tmp_path):
+def _setup():
     train, test = make_train_test(2000, 300, 600, 1200, seed=9, avg_nnz=20, avg_labels=2)
     net = slide.Network(600, 1200, hidden=(32,), lsh=slide.LSHConfig(k=3, l=8, rehash_every=400), threads=1, seed=0)
     settings = runs.RunSettings(epochs=2, batch_size=64, eval_every=500, eval_samples=100, checkpoint_every=1e9,
                                 progress=False)
-    return net, runs.in_memory_stream(net, train, seed=0), test, settings
+    return net, train, test, settings
 
 
 def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_path, monkeypatch):
-    net, stream, test, settings = _setup(tmp_path)
+    net, train, test, settings = _setup()
     (tmp_path / "a").mkdir()
-    runs.run(net, stream, test, tmp_path / "a", settings)
+    runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / "a", settings)
     reference = {k: v.copy() for k, v in net.weights().items()}
 
-    net, stream, test, settings = _setup(tmp_path)
+    net, train, test, settings = _setup()
     (tmp_path / "b").mkdir()
     calls = {"n": 0}
     original = slide.Network.evaluate
@@ -36,11 +36,10 @@ def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_pat
 
     monkeypatch.setattr(slide.Network, "evaluate", flaky)
     with pytest.raises(TrainingInterrupted):
-        runs.run(net, stream, test, tmp_path / "b", settings)
+        runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / "b", settings)
     monkeypatch.setattr(slide.Network, "evaluate", original)
     resumed, pos = runs.load_checkpoint(tmp_path / "b")
     assert 0 < pos.samples < 4000
-    train = make_train_test(2000, 300, 600, 1200, seed=9, avg_nnz=20, avg_labels=2)[0]
     runs.run(resumed, runs.in_memory_stream(resumed, train, seed=0), test, tmp_path / "b", settings, pos)
     for name, w in reference.items():
         np.testing.assert_array_equal(resumed.weights()[name], w, err_msg=name)
