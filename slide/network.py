@@ -38,6 +38,18 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.rows_done, self.totals = rows_done, totals
 
 
+class TrainingDiverged(FloatingPointError):
+    """A batch produced a NaN/inf loss or NaN/inf parameters; the network is no longer usable.
+
+    Raised after the batch in which it first happens. `rows_done` rows of the call were trained
+    before the bad batch.
+    """
+
+    def __init__(self, message: str, rows_done: int = 0) -> None:
+        super().__init__(message)
+        self.rows_done = rows_done
+
+
 @dataclass
 class TrainingData:
     """Features and labels validated for the engine (float32 CSR, int32 ids, int64 offsets)."""
@@ -211,10 +223,13 @@ class Network:
                 batch = rows[start:start + batch_size]
                 rate = lr(b) if callable(lr) else lr
                 stats = self._core.train_batch(*arrays, batch, rate)
+                if stats["nonfinite_rows"] or not np.isfinite(stats["loss"]):
+                    raise TrainingDiverged(
+                        f"training diverged at step {self._core.counters()['step']}: "
+                        + (f"{stats['nonfinite_rows']:,} parameter rows hold NaN or inf after the update"
+                           if stats["nonfinite_rows"] else f"the batch's loss is {stats['loss']}")
+                        + f" (learning rate {rate:g}); lower the learning rate", rows_done=start)
                 done = start + len(batch)
-                if not np.isfinite(stats["loss"]):
-                    raise FloatingPointError(f"training diverged: the loss of a batch is {stats['loss']}; "
-                                             f"lower the learning rate (now {rate:g})")
                 for k in totals:
                     totals[k] += stats[k]
                 if bar is not None:
@@ -256,6 +271,11 @@ class Network:
 
         Ctrl-C stops at the end of the running batch; the model stays intact and usable, and
         ``History.interrupted`` (and ``network.interrupted``) is set.
+
+        Raises:
+            TrainingDiverged: in the batch where the loss or a parameter becomes NaN or inf. The
+                network is then unusable; reload a saved model (the `slide train` run loop keeps
+                its last good checkpoint and can back off the learning rate by itself).
         """
         _check_int("epochs", epochs, 1)
         _check_int("batch_size", batch_size, 1)

@@ -1,6 +1,8 @@
 """A training run as the CLI drives it: a run folder with the resolved config, metrics.jsonl,
 atomic checkpoints (model, optimizer, tables and the loop's position in one file), the final model
-and a plot; periodic evaluation on a shuffled test sample; exact resume after Ctrl-C or a kill."""
+and a plot; periodic evaluation on a shuffled test sample; exact resume after Ctrl-C or a kill;
+divergence (NaN/inf) either stops the run or backs off the learning rate from the last good
+checkpoint, which is never overwritten by a diverged model."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 
 from .datasets.synthetic import Split
 from .model_file import atomic_write, read_header
-from .network import Network, TrainingData, TrainingInterrupted, _progress_bar
+from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted, _progress_bar
 from .plots import plot_progress
 
 log = logging.getLogger("slide")
@@ -66,6 +68,9 @@ class RunSettings:
     eval_samples: int          # test points in a periodic evaluation
     checkpoint_every: float    # seconds between checkpoints
     final_eval_samples: Optional[int] = None  # None: the whole test set
+    on_divergence: str = "stop"  # or "backoff": reload the last good checkpoint, lower the learning rate
+    backoff_factor: float = 0.5
+    max_backoffs: int = 3
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -112,15 +117,50 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
         title: str = "") -> dict:
     """Train until `s.epochs` epochs are done; returns the final test report. Ctrl-C at any moment
     (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
-    position and raises TrainingInterrupted."""
+    position and raises TrainingInterrupted. Divergence raises TrainingDiverged, or with
+    ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate."""
+    if s.on_divergence not in ("stop", "backoff"):
+        raise ValueError(f"on_divergence must be 'stop' or 'backoff', got {s.on_divergence!r}")
+    if not 0.0 < s.backoff_factor < 1.0:
+        raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
     pos = pos or Position()
-    try:
-        return _run(net, stream, test, run_dir, s, pos, title)
-    except TrainingInterrupted:
-        raise
-    except KeyboardInterrupt:
-        save_checkpoint(net, run_dir, pos)
-        raise TrainingInterrupted(0, {}) from None
+    backoffs = 0
+    while True:
+        try:
+            return _run(net, stream, test, run_dir, s, pos, title)
+        except TrainingInterrupted:
+            raise
+        except KeyboardInterrupt:
+            save_checkpoint(net, run_dir, pos)
+            raise TrainingInterrupted(0, {}) from None
+        except TrainingDiverged as e:
+            kept = _checkpoint_position(run_dir)
+            where = f"{kept.samples:,} samples, epoch {kept.epoch + 1}" if kept else None
+            if s.on_divergence == "stop" or backoffs >= s.max_backoffs:
+                why = "" if s.on_divergence == "stop" else f" after {backoffs} learning-rate back-offs"
+                saved = (f"the last good checkpoint ({where}) is kept in {run_dir / CHECKPOINT}" if kept
+                         else "no checkpoint had been written yet")
+                raise TrainingDiverged(f"{e}{why}; {saved}", e.rows_done) from None
+            backoffs += 1
+            net, pos = _last_good(net, run_dir)
+            net.learning_rate *= s.backoff_factor
+            _append_metrics(run_dir, {"kind": "backoff", "epoch": pos.epoch, "samples": pos.samples,
+                                      "wall_seconds": round(pos.wall_seconds, 3), "reason": str(e),
+                                      "learning_rate": net.learning_rate})
+            log.warning("%s; restarting from %s with learning rate %g", e,
+                        f"the last good checkpoint ({where})" if kept else "the initial weights", net.learning_rate)
+
+
+def _checkpoint_position(run_dir: Path) -> Optional[Position]:
+    path = run_dir / CHECKPOINT
+    return Position(**read_header(path)["extra"]["position"]) if path.exists() else None
+
+
+def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
+    """The newest checkpoint, or (without one) the run's initial state, which its seed reproduces."""
+    if (run_dir / CHECKPOINT).exists():
+        return load_checkpoint(run_dir, threads=net.threads)
+    return Network.from_config(net.get_config()), Position()
 
 
 def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str) -> dict:

@@ -146,8 +146,8 @@ void Network::prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int6
                        out.index()->config().batch_negatives};
 }
 
-void Network::apply_updates(float lr, std::int64_t samples) {
-  if (samples <= 0) return;
+std::int64_t Network::apply_updates(float lr, std::int64_t samples) {
+  if (samples <= 0) return 0;
   ++step;
   samples_seen += samples;
   const float scale = 1.0f / static_cast<float>(samples);
@@ -155,21 +155,22 @@ void Network::apply_updates(float lr, std::int64_t samples) {
   const int T = config_.threads;
   std::vector<const std::vector<std::uint32_t>*> lists;
   for (auto& ts : states_) lists.push_back(&ts->input_touched);
-  input.table.update(lists, opt, lr, step, scale, T);
-  input.bias.update_all(opt, lr, step, scale, T);
+  std::int64_t nonfinite = input.table.update(lists, opt, lr, step, scale, T);
+  nonfinite += input.bias.update_all(opt, lr, step, scale, T);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (!layers[i].sampled()) {  // a dense layer's every row has gradient
-      layers[i].params.update_all(opt, lr, step, scale, T);
+      nonfinite += layers[i].params.update_all(opt, lr, step, scale, T);
       continue;
     }
     lists.clear();
     for (auto& ts : states_) lists.push_back(&ts->layers[i].touched);
-    layers[i].params.update(lists, opt, lr, step, scale, T);
+    nonfinite += layers[i].params.update(lists, opt, lr, step, scale, T);
   }
   for (auto& ts : states_) {
     ts->input_touched.clear();
     for (LayerScratch& l : ts->layers) l.touched.clear();
   }
+  return nonfinite;
 }
 
 void Network::maintain_tables(std::int64_t samples) {

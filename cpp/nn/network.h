@@ -30,7 +30,8 @@ class Network {
   void prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int64_t count);
 
   // Optimizer step over the rows touched since the last call; `samples` is the batch size.
-  void apply_updates(float lr, std::int64_t samples);
+  // Returns how many updated rows hold a NaN or inf afterwards (0 unless training diverged).
+  std::int64_t apply_updates(float lr, std::int64_t samples);
   // Rehash / rebuild the sampled layers when their schedule says so.
   void maintain_tables(std::int64_t samples);
   void rebuild_tables();

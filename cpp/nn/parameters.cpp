@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
 
 namespace slide {
 
@@ -48,14 +49,26 @@ AdamStep adam_step(const OptimizerConfig& opt, float lr, std::int64_t step, floa
   return s;
 }
 
+// Any NaN or inf among x[0..n): an all-ones exponent. Integer OR-reduction, so it vectorises.
+bool has_nonfinite(const float* x, std::size_t n) {
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bad |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad != 0;
+}
+
 }  // namespace
 
 template <class RowOf>
-static void update_rows(Parameters& p, std::int64_t count, RowOf row_of, const OptimizerConfig& opt, float lr,
+static std::int64_t update_rows(Parameters& p, std::int64_t count, RowOf row_of, const OptimizerConfig& opt, float lr,
                         std::int64_t step, float grad_scale, int threads) {
   const Kernels& k = kernels();
   const AdamStep s = adam_step(opt, lr, step, grad_scale);
-#pragma omp parallel for num_threads(threads) schedule(static)
+  std::int64_t nonfinite = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : nonfinite)
   for (std::int64_t i = 0; i < count; ++i) {
     const std::uint32_t r = row_of(i);
     const std::size_t off = static_cast<std::size_t>(r) * p.stride;
@@ -67,18 +80,27 @@ static void update_rows(Parameters& p, std::int64_t count, RowOf row_of, const O
       if (p.row_bias) k.sgd(&p.bias[r], &p.bias_grad[r], 1, lr * grad_scale);
     }
     p.touched[r] = 0;
+    // Checked while the row is still in cache, so divergence is caught in the batch that causes it.
+    // Adam's second moment is checked too: it overflows first, then silently freezes the row.
+    nonfinite += has_nonfinite(p.row(r), p.cols) || (p.row_bias && !std::isfinite(p.bias[r])) ||
+                 (opt.kind == OptimizerKind::kAdam && has_nonfinite(p.adam_v.data() + off, p.cols));
   }
+  return nonfinite;
 }
 
-void Parameters::update(const std::vector<const std::vector<std::uint32_t>*>& lists, const OptimizerConfig& opt,
-                        float lr, std::int64_t step, float grad_scale, int threads) {
+std::int64_t Parameters::update(const std::vector<const std::vector<std::uint32_t>*>& lists,
+                                const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale,
+                                int threads) {
+  std::int64_t nonfinite = 0;
   for (const std::vector<std::uint32_t>* list : lists)
-    update_rows(*this, static_cast<std::int64_t>(list->size()), [list](std::int64_t i) { return (*list)[i]; }, opt,
-                lr, step, grad_scale, threads);
+    nonfinite += update_rows(*this, static_cast<std::int64_t>(list->size()), [list](std::int64_t i) { return (*list)[i]; }, opt,
+                             lr, step, grad_scale, threads);
+  return nonfinite;
 }
 
-void Parameters::update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale, int threads) {
-  update_rows(*this, rows, [](std::int64_t i) { return static_cast<std::uint32_t>(i); }, opt, lr, step, grad_scale,
+std::int64_t Parameters::update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale,
+                                    int threads) {
+  return update_rows(*this, rows, [](std::int64_t i) { return static_cast<std::uint32_t>(i); }, opt, lr, step, grad_scale,
               threads);
 }
 

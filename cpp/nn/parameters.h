@@ -32,9 +32,10 @@ class Parameters {
   bool claim(std::uint32_t r) { return __atomic_exchange_n(&touched[r], std::uint8_t{1}, __ATOMIC_RELAXED) == 0; }
 
   // Optimizer step (with the rows' bias entries) over the rows in `lists`, or over every row.
-  void update(const std::vector<const std::vector<std::uint32_t>*>& lists, const OptimizerConfig& opt, float lr,
-              std::int64_t step, float grad_scale, int threads);
-  void update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale, int threads);
+  // Returns how many updated rows now hold a NaN or inf.
+  std::int64_t update(const std::vector<const std::vector<std::uint32_t>*>& lists, const OptimizerConfig& opt,
+                      float lr, std::int64_t step, float grad_scale, int threads);
+  std::int64_t update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale, int threads);
   void clear_gradients();
   std::size_t memory_bytes() const;
 

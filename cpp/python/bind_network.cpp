@@ -120,6 +120,7 @@ py::dict batch_stats(const BatchStats& s) {
   d["samples"] = s.samples;
   d["active"] = s.active;
   d["retrieved"] = s.retrieved;
+  d["nonfinite_rows"] = s.nonfinite_rows;
   return d;
 }
 

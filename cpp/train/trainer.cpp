@@ -35,7 +35,7 @@ BatchStats train_batch(Network& net, const CsrFloat& x, const CsrIds& y, const s
     stats.retrieved += ts.layers.back().retrieved;
   }
   if (apply) {
-    net.apply_updates(lr, count);
+    stats.nonfinite_rows = net.apply_updates(lr, count);
     net.maintain_tables(count);
   }
   return stats;

@@ -14,6 +14,7 @@ struct BatchStats {
   std::int64_t samples = 0;   // samples with labels
   std::int64_t active = 0;    // output neurons computed, summed over samples
   std::int64_t retrieved = 0; // LSH candidates of the output layer, summed over samples
+  std::int64_t nonfinite_rows = 0;  // parameter rows holding NaN/inf after this batch's update
 };
 
 // `apply` = false accumulates gradients without an optimizer step (used by gradient tests).

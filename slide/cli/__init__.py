@@ -1,7 +1,8 @@
 """The `slide` command line.
 
-Exit codes: 0 success, 2 usage or data errors (with a message, no traceback), 130 after Ctrl-C
-(a checkpoint is saved first when training).
+Exit codes: 0 success, 2 usage or data errors (with a message, no traceback), 3 training diverged
+(NaN/inf; the last good checkpoint is kept), 130 after Ctrl-C (a checkpoint is saved first when
+training).
 """
 
 from __future__ import annotations

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ..config import LSHConfig
-from ..network import Network, TrainingInterrupted
+from ..network import Network, TrainingDiverged, TrainingInterrupted
 from .. import runs
 from .sources import resolve
 
 NETWORK_KEYS = ("hidden", "learning_rate", "optimizer", "dense")
-RUN_KEYS = ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "final_eval_samples")
+RUN_KEYS = ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "final_eval_samples",
+            "on_divergence")
 # Top-level settings of a run (the config file may also hold [network] and [lsh] tables).
 TOP_KEYS = ("dataset", "train_file", "test_file", "data_dir", "train_samples", "test_samples", "threads", "seed",
             "text8", *RUN_KEYS)
@@ -43,6 +44,9 @@ def add_parser(sub) -> None:
     run.add_argument("--eval-every", type=int, help="samples between evaluations on a test sample")
     run.add_argument("--eval-samples", type=int, help="test points in a periodic evaluation (default 2,000)")
     run.add_argument("--checkpoint-every", type=float, help="seconds between checkpoints (default 600)")
+    run.add_argument("--on-divergence", choices=("stop", "backoff"),
+                     help="when the loss or weights become NaN/inf: stop (default), or reload the last good "
+                          "checkpoint and halve the learning rate (up to 3 times)")
     run.add_argument("--out", type=Path, help="the run folder (default: ./slide-runs/<dataset>-<time>)")
     run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -129,12 +133,17 @@ def main(args: argparse.Namespace) -> int:
     print(f"{net}, {net.memory_bytes / 2**30:.2f} GiB; run folder {run_dir}", flush=True)
     settings = runs.RunSettings(epochs=cfg["epochs"], batch_size=cfg["batch_size"], eval_every=eval_every,
                                 eval_samples=cfg["eval_samples"], checkpoint_every=cfg["checkpoint_every"],
-                                final_eval_samples=cfg.get("final_eval_samples"), progress=not args.quiet)
+                                final_eval_samples=cfg.get("final_eval_samples"),
+                                on_divergence=args.on_divergence or cfg.get("on_divergence", "stop"),
+                                progress=not args.quiet)
     try:
         final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title)
     except TrainingInterrupted:
         print(f"\ninterrupted: checkpoint saved; continue with `slide train --resume {run_dir}`", file=sys.stderr)
         return 130
+    except TrainingDiverged as e:
+        print(f"slide: error: {e}", file=sys.stderr)
+        return 3
     print("test (exact, {:,} points): ".format(final["test_points"]) +
           ", ".join(f"{k} {final[k]:.4f}" for k in ("P@1", "P@3", "P@5")), flush=True)
     print(f"saved {run_dir / runs.MODEL}")
