@@ -1,25 +1,34 @@
 """The model file: a NumPy .npz archive of plain arrays plus a JSON header. Nothing is pickled,
-so loading a file never runs code; writes go to a temporary file that is fsynced and renamed."""
+so loading a file never runs code; writes go to a temporary file that is fsynced and renamed.
+The header carries a CRC-32 of every array, checked on load, so a file damaged on disk or in
+transit is refused rather than loaded with silently wrong weights."""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
 from ._version import __version__
+from .atomic_files import atomic_write
 
 if TYPE_CHECKING:
     from .network import Network
 
 FORMAT = "slide-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added per-array checksums
 _HEADER = "__slide_header__"
+_MAX_HEADER_BYTES = 1 << 24
+# What zipfile, zlib and json raise on damaged bytes (a flipped compression-method byte gives
+# NotImplementedError, an "encrypted" flag RuntimeError, a bad offset ValueError or struct.error).
+_DAMAGED_ZIP = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+                ValueError, UnicodeDecodeError, RecursionError, zlib.error, struct.error, OverflowError)
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -43,77 +52,128 @@ def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = Tr
         "extra": extra or {},
     }
     arrays = {k: v for k, v in net.weights().items() if not _skip(k, include_optimizer)}
+    header["checksums"] = {k: _crc32(v) for k, v in arrays.items()}
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
-def atomic_write(path: Path, write) -> None:
-    """Run write(file) on a temporary file beside `path`, fsync it, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def _crc32(a: np.ndarray) -> str:
+    return f"{zlib.crc32(np.ascontiguousarray(a)):08x}"
 
 
 def read_header(path: PathLike) -> dict:
+    """The JSON header of a model file, checked for format and version."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if _HEADER not in z.files:
+        with zipfile.ZipFile(path) as zf:
+            if _HEADER + ".npy" not in zf.namelist():
                 raise ValueError(f"{path} is not a slide model file (no header)")
-            header = json.loads(z[_HEADER].tobytes().decode())
-    except (zipfile.BadZipFile, OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            with zf.open(_HEADER + ".npy") as f:
+                raw = _read_header_bytes(f, f"{path}: the header")
+        header = json.loads(raw.decode())
+    except _DAMAGED_ZIP as e:
+        if isinstance(e, ValueError) and str(e).startswith(str(path)):
+            raise
         raise ValueError(f"{path} is not a readable slide model file (truncated or corrupted): {e}") from None
-    if header.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f"{path} is not a slide model file")
-    if int(header.get("version", 0)) > FORMAT_VERSION:
-        raise ValueError(f"{path} was written by a newer slide (model format {header['version']}, this slide "
+    version = header.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path}: the header's format version {version!r} is not a positive integer")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"{path} was written by a newer slide (model format {version}, this slide "
                          f"reads up to {FORMAT_VERSION}); upgrade slide to load it")
+    for key, kind in (("config", dict), ("counters", dict), ("include_optimizer", bool), ("extra", dict)):
+        if not isinstance(header.get(key), kind):
+            raise ValueError(f"{path}: the header's {key!r} is missing or not a {kind.__name__}; the file is corrupted")
+    if version >= 2 and not isinstance(header.get("checksums"), dict):
+        raise ValueError(f"{path}: the header lacks its array checksums; the file is corrupted")
     return header
 
 
 def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Network":
+    path = Path(path)
     header = read_header(path)
     overrides = {"threads": threads} if threads is not None else {}
-    net = cls.from_config(header["config"], **overrides)
-    state = net.weights()
     try:
-        with np.load(path, allow_pickle=False) as z:
-            for name in z.files:
-                if name == _HEADER:
-                    continue
+        net = cls.from_config(header["config"], **overrides)
+    except (TypeError, KeyError, AttributeError) as e:
+        raise ValueError(f"{path}: the header's model configuration is malformed: {e}") from None
+    state = net.weights()
+    checksums = header.get("checksums")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != _HEADER + ".npy"]
+            for name in names:
                 if name not in state:
                     raise ValueError(f"{path}: array {name!r} does not belong to this model's configuration")
-                data = z[name]
-                if data.shape != state[name].shape or data.dtype != state[name].dtype:
-                    raise ValueError(f"{path}: array {name!r} has shape {data.shape} {data.dtype}, expected "
-                                     f"{state[name].shape} {state[name].dtype}")
-                np.copyto(state[name], data)
-            missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in z.files]
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise ValueError(f"{path} is truncated or corrupted: {e}") from None
+                with zf.open(name + ".npy") as f:
+                    crc = _read_into(f, state[name], f"{path}: array {name!r}")
+                if checksums is not None and checksums.get(name) != crc:
+                    raise ValueError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
+    except _DAMAGED_ZIP as e:
+        if isinstance(e, ValueError) and str(e).startswith(str(path)):
+            raise
+        raise ValueError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
+    missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names]
     if missing:
         raise ValueError(f"{path} lacks arrays {missing[:5]}")
     counters = dict(header["counters"])
-    saved, fresh = counters["rng"], net._core.counters()["rng"]
-    # A different thread count keeps the saved generators it can and seeds the rest afresh.
-    counters["rng"] = [saved[t] if t < len(saved) else fresh[t] for t in range(net.threads)]
-    net._core.set_counters(counters)
+    try:
+        saved, fresh = list(counters["rng"]), net._core.counters()["rng"]
+        # A different thread count keeps the saved generators it can and seeds the rest afresh.
+        counters["rng"] = [saved[t] if t < len(saved) else fresh[t] for t in range(net.threads)]
+        net._core.set_counters(counters)
+    except (TypeError, KeyError, ValueError, RuntimeError) as e:
+        raise ValueError(f"{path}: the header's training counters are malformed: {e}") from None
     return net
+
+
+def _npy_meta(f, what: str) -> tuple[tuple, bool, np.dtype]:
+    """Shape, Fortran order and dtype of a .npy member, read without touching its data."""
+    try:
+        major, _ = np.lib.format.read_magic(f)
+        if major not in (1, 2):
+            raise ValueError(f"unsupported .npy format version {major}")
+        parse = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = parse(f)
+    except Exception as e:  # numpy parses the header dict with ast: a damaged one raises all sorts
+        raise ValueError(f"{what} has a malformed header: {type(e).__name__}: {e}") from None
+    if dtype.hasobject:
+        raise ValueError(f"{what} holds Python objects; slide model files never do (refusing to unpickle)")
+    return shape, fortran, dtype
+
+
+def _read_header_bytes(f, what: str) -> bytes:
+    shape, fortran, dtype = _npy_meta(f, what)
+    if dtype != np.uint8 or len(shape) != 1 or shape[0] > _MAX_HEADER_BYTES:
+        raise ValueError(f"{what} is not a JSON header (shape {shape} {dtype})")
+    data = f.read(shape[0])
+    if len(data) != shape[0]:
+        raise ValueError(f"{what} is cut short; the file is truncated")
+    return data
+
+
+def _read_into(f, target: np.ndarray, what: str) -> str:
+    """Read one .npy member into `target` (possibly a strided view) in bounded chunks, after
+    checking its declared shape and dtype, so a lying header cannot make us allocate or overrun;
+    returns the data's CRC-32 as the writer computed it."""
+    shape, fortran, dtype = _npy_meta(f, what)
+    if shape != target.shape or dtype != target.dtype or (fortran and target.ndim > 1):
+        raise ValueError(f"{what} has shape {shape} {dtype}, expected {target.shape} {target.dtype}")
+    flat = target.reshape(target.shape[0], -1) if target.ndim > 1 else target.reshape(-1, 1)
+    row_bytes = flat.shape[1] * dtype.itemsize
+    step = max(1, (16 << 20) // max(row_bytes, 1))
+    crc = 0
+    for r in range(0, flat.shape[0], step):
+        want = min(step, flat.shape[0] - r) * row_bytes
+        chunk = f.read(want)
+        if len(chunk) != want:
+            raise ValueError(f"{what} is cut short; the file is truncated")
+        crc = zlib.crc32(chunk, crc)
+        flat[r:r + step] = np.frombuffer(chunk, dtype=dtype).reshape(-1, flat.shape[1])
+    if f.read(1):
+        raise ValueError(f"{what} holds more data than its shape; the file is corrupted")
+    return f"{crc:08x}"

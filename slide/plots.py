@@ -26,7 +26,7 @@ def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
             log.warning("matplotlib is not installed; no %s (pip install matplotlib)", path.name)
             _warned = True
         return False
-    from .model_file import atomic_write
+    from .atomic_files import atomic_write
 
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     t = [r["wall_seconds"] for r in points]

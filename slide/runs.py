@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 from .datasets.synthetic import Split
-from .model_file import atomic_write, read_header
+from .atomic_files import atomic_write, remove_stale_temporaries
+from .model_file import read_header
 from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted, _progress_bar
 from .plots import plot_progress
 
@@ -124,6 +125,8 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
     if not 0.0 < s.backoff_factor < 1.0:
         raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
     pos = pos or Position()
+    for tmp in remove_stale_temporaries(run_dir):
+        log.info("removed %s, left by a run that was killed while writing", tmp.name)
     backoffs = 0
     while True:
         try:

@@ -1,6 +1,6 @@
 """The `slide` command line.
 
-Exit codes: 0 success, 2 usage or data errors (with a message, no traceback), 3 training diverged
+Exit codes: 0 success, 2 usage, data or file errors (with a message, no traceback), 3 training diverged
 (NaN/inf; the last good checkpoint is kept), 130 after Ctrl-C (a checkpoint is saved first when
 training).
 """
@@ -30,7 +30,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:  # bad input, or a file that cannot be read or written
         print(f"slide: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

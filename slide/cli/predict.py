@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..datasets.xc_files import load_xc
-from ..model_file import atomic_write
+from ..atomic_files import atomic_write
 from ..network import Network
 from .evaluate import model_path
 

@@ -117,8 +117,14 @@ def main(args: argparse.Namespace) -> int:
         if args.epochs:
             cfg["epochs"] = args.epochs
         source = resolve(cfg)
-        net, pos = runs.load_checkpoint(run_dir, threads=args.threads)
-        print(f"resuming {run_dir} at epoch {pos.epoch + 1}, {pos.samples:,} samples trained", flush=True)
+        if (run_dir / runs.CHECKPOINT).exists():
+            net, pos = runs.load_checkpoint(run_dir, threads=args.threads)
+            print(f"resuming {run_dir} at epoch {pos.epoch + 1}, {pos.samples:,} samples trained", flush=True)
+        else:  # killed before its first checkpoint: the seed reproduces the start exactly
+            if args.threads:
+                cfg["threads"] = args.threads
+            net, pos = build_network(cfg, source), None
+            print(f"{run_dir} has no checkpoint yet; starting its run from the beginning", flush=True)
     else:
         cfg = resolve_config(args)
         source = resolve(cfg)

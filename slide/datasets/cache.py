@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..model_file import atomic_write
+from ..atomic_files import atomic_write
 
 log = logging.getLogger("slide")
 

@@ -79,7 +79,7 @@ def load_xc(path: PathLike, *, cache: bool = True, cache_dir: Optional[PathLike]
 
 def write_xc(path: PathLike, X: sp.csr_matrix, Y: sp.csr_matrix) -> None:
     """Write features and labels in the repository's format (used for tests and conversions)."""
-    from ..model_file import atomic_write
+    from ..atomic_files import atomic_write
 
     X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
     lines = [f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}"]

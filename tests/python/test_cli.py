@@ -128,6 +128,10 @@ def test_user_errors_are_messages_with_exit_code_2(tmp_path):
     assert r.returncode == 2 and "no model file" in r.stderr
     r = run("train", "--bogus-flag")
     assert r.returncode == 2
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    r = run("train", "--quiet", "--out", blocker / "run")
+    assert r.returncode == 2 and "slide: error:" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_ctrl_c_saves_a_checkpoint_and_the_run_resumes(tmp_path):

@@ -1,0 +1,65 @@
+"""Writing a file so that a crash, a kill or a full disk never leaves it half-written: the data
+goes to a temporary file in the same folder, is flushed and fsynced, and only then renamed over
+the target (rename is atomic on POSIX); the folder is fsynced so the rename itself survives a
+power cut. On any failure the temporary file is removed and the previous file is untouched."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Run write(file) on a temporary file beside `path`, fsync it, then rename it over `path`.
+
+    Raises OSError (same errno) naming `path`, what went wrong and that the previous file, if any,
+    is unchanged.
+    """
+    path = Path(path)
+    tmp, replaced = None, False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp, replaced = None, True
+        _fsync_dir(path.parent)
+    except OSError as e:
+        if replaced:
+            previous = "the new file is in place but its folder could not be synced"
+        else:
+            previous = "the previous file is unchanged" if path.exists() else "no file was written"
+        raise OSError(e.errno, f"could not write {path}: {e.strerror or e}; {previous}") from e
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Delete the temporary files that a killed `atomic_write` left in `folder` (a SIGKILL gives
+    no chance to clean up; at full size each is as large as a checkpoint). Call it only when no
+    other process writes into `folder`."""
+    removed = []
+    for tmp in Path(folder).glob(".*.tmp"):
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed
