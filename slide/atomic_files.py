@@ -22,6 +22,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would make every saved file private
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -41,6 +42,12 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -17,7 +17,7 @@ from slide import runs
 
 # Small pieces and a checkpoint after every one, so a good share of the run is spent writing
 # checkpoints and random kills land inside them as well as inside training and evaluation.
-ARGS = ["train", "--threads", "1", "--quiet", "--train-samples", "3000", "--test-samples", "300", "--epochs", "3",
+ARGS = ["train", "--threads", "1", "--quiet", "--train-samples", "3000", "--test-samples", "300", "--epochs", "6",
         "--eval-every", "500", "--eval-samples", "100", "--checkpoint-every", "0"]
 HOME = os.path.expanduser("~")  # never the source tree: `python -m` puts the cwd first on sys.path
 
@@ -60,7 +60,7 @@ def test_random_sigkills_then_resume_end_bit_for_bit_equal(reference, tmp_path):
                              cwd=HOME)
         if kills < 6:
             try:
-                p.wait(timeout=float(rng.uniform(1.0, 4.0)))
+                p.wait(timeout=float(rng.uniform(0.5, 3.0)))
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGKILL)
                 p.wait()

@@ -257,3 +257,12 @@ def test_permission_denied_on_a_read_only_folder(tmp_path):
     finally:
         os.chmod(tmp_path / "ro", 0o755)
     assert (tmp_path / "ro" / "m.npz").read_bytes() == before
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        _small_net().save(tmp_path / "m.npz")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "m.npz").stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0600
