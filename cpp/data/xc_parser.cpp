@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cmath>
 #include <sstream>
+#include <unordered_set>
 
 namespace slide {
 
@@ -56,6 +57,34 @@ const char* parse_int(const char* b, const char* e, T& out, std::int64_t line, c
   return r.ptr;
 }
 
+// Whether an id already occurred on the current line, in O(1): a stamp per id (the line that last
+// used it) when the id space is small enough to hold them, else a hash set of the line's ids.
+// The header's counts may lie, so they never size an allocation beyond the stamp limit.
+class RepeatCheck {
+ public:
+  explicit RepeatCheck(std::int64_t ids) {
+    if (ids <= kMaxStamped) stamps_.assign(static_cast<std::size_t>(ids), 0);
+  }
+  bool seen(std::int64_t id, std::int64_t line) {
+    if (!stamps_.empty()) {
+      if (stamps_[id] == line) return true;
+      stamps_[id] = line;
+      return false;
+    }
+    if (line != line_) {
+      line_ = line;
+      ids_.clear();
+    }
+    return !ids_.insert(id).second;
+  }
+
+ private:
+  static constexpr std::int64_t kMaxStamped = std::int64_t{1} << 25;  // 256 MB of stamps at most
+  std::vector<std::int64_t> stamps_;
+  std::unordered_set<std::int64_t> ids_;
+  std::int64_t line_ = -1;
+};
+
 bool blank(const char* b, const char* e) {
   for (; b < e; ++b)
     if (*b != ' ' && *b != '\t') return false;
@@ -85,13 +114,14 @@ XcData parse_xc(const char* text, std::size_t size) {
     d.num_features = vals[1];
     d.num_labels = vals[2];
   }
-  // Reserve from the file size: ~12 bytes per feature entry is typical.
-  d.x_indptr.reserve(d.num_points + 1);
-  d.y_indptr.reserve(d.num_points + 1);
+  // Reserve from the file size (a point takes at least two bytes; ~12 bytes per feature entry is
+  // typical), never from the header, which may lie.
+  const std::size_t max_points = std::min<std::size_t>(static_cast<std::size_t>(d.num_points), size / 2 + 1);
+  d.x_indptr.reserve(max_points + 1);
+  d.y_indptr.reserve(max_points + 1);
   d.x_indices.reserve(size / 12);
   d.x_data.reserve(size / 12);
-  // Stamps (the line that last used an id) catch repeated ids in O(1).
-  std::vector<std::int64_t> label_seen(d.num_labels, 0), feature_seen(d.num_features, 0);
+  RepeatCheck label_repeats(d.num_labels), feature_repeats(d.num_features);
   std::int64_t points = 0;
   std::int64_t first_trailing_blank = 0;
   while (cur.next_line(b, e)) {
@@ -113,8 +143,7 @@ XcData parse_xc(const char* text, std::size_t size) {
         p = parse_int(p, e, label, line, "a label id");
         if (label >= d.num_labels)
           fail(line, "label id " + std::to_string(label) + " is out of range [0, " + std::to_string(d.num_labels) + ")");
-        if (label_seen[label] == line) fail(line, "label id " + std::to_string(label) + " is repeated");
-        label_seen[label] = line;
+        if (label_repeats.seen(label, line)) fail(line, "label id " + std::to_string(label) + " is repeated");
         d.y_indices.push_back(static_cast<std::int32_t>(label));
         if (p < e && *p == ',') {
           ++p;
@@ -132,29 +161,30 @@ XcData parse_xc(const char* text, std::size_t size) {
       p = parse_int(p, e, f, line, "a feature id");
       if (p >= e || *p != ':') fail(line, "expected ':' after feature id " + std::to_string(f));
       ++p;
-      float v;
+      // Parsed as double, then rounded: a value too small for float becomes 0 instead of an error.
+      double v;
       auto r = std::from_chars(p, e, v);
       if (r.ec != std::errc() || r.ptr == p || (r.ptr < e && *r.ptr != ' ' && *r.ptr != '\t')) {
         const char* stop = p;
         while (stop < e && *stop != ' ' && *stop != '\t') ++stop;
         fail(line, "expected a number after '" + std::to_string(f) + ":', got " + show(p, stop));
       }
-      if (!std::isfinite(v)) fail(line, "feature " + std::to_string(f) + " has a non-finite value");
+      if (!std::isfinite(static_cast<float>(v)))
+        fail(line, "feature " + std::to_string(f) + " has a value that is not a finite float32");
       if (f >= d.num_features)
         fail(line, "feature id " + std::to_string(f) + " is out of range [0, " + std::to_string(d.num_features) + ")");
-      if (feature_seen[f] == line) fail(line, "feature id " + std::to_string(f) + " is repeated");
-      feature_seen[f] = line;
+      if (feature_repeats.seen(f, line)) fail(line, "feature id " + std::to_string(f) + " is repeated");
       p = r.ptr;
       d.x_indices.push_back(static_cast<std::int32_t>(f));
-      d.x_data.push_back(v);
+      d.x_data.push_back(static_cast<float>(v));
     }
     d.x_indptr.push_back(static_cast<std::int64_t>(d.x_indices.size()));
     d.y_indptr.push_back(static_cast<std::int64_t>(d.y_indices.size()));
     ++points;
   }
-  if (points != d.num_points)
-    fail(0, "the header promises " + std::to_string(d.num_points) + " points but the file has " +
-                std::to_string(points));
+  if (points != d.num_points)  // reported at the line where the next point was due
+    fail(points + 2, "the header promises " + std::to_string(d.num_points) + " points but the file ends after " +
+                         std::to_string(points));
   return d;
 }
 
