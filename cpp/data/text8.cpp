@@ -20,7 +20,7 @@ Corpus tokenize(const char* text, std::size_t size, std::int64_t min_count, std:
   SLIDE_REQUIRE(max_vocab >= 0, "max_vocab must be >= 0 (0 = no cap), got " << max_vocab);
   // Pass 1: count. Words are views into the text, which outlives this function's maps.
   std::unordered_map<std::string_view, std::int64_t> count;
-  count.reserve(1 << 20);
+  count.reserve(std::min<std::size_t>(1 << 20, size / 8 + 16));  // a vocabulary is far smaller than the text
   std::vector<std::string_view> tokens;
   tokens.reserve(size / 6);
   for (std::size_t i = 0; i < size;) {

@@ -49,7 +49,7 @@ std::string show(const char* b, const char* e) {
 template <class T>
 const char* parse_int(const char* b, const char* e, T& out, std::int64_t line, const char* what) {
   auto r = std::from_chars(b, e, out);
-  if (r.ec != std::errc() || r.ptr == b || out < 0) {
+  if (r.ec != std::errc() || r.ptr == b || *b == '-') {  // "-0" parses as 0 but is not an id
     const char* stop = b;
     while (stop < e && *stop != ' ' && *stop != ',' && *stop != ':' && *stop != '\t') ++stop;
     fail(line, std::string("expected ") + what + " (a non-negative integer), got " + show(b, stop == b ? e : stop));
