@@ -120,6 +120,7 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
     missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names]
     if missing:
         raise ValueError(f"{path} lacks arrays {missing[:5]}")
+    net._core.sync_low_precision()  # BF16 weight copies follow the loaded fp32 weights
     counters = dict(header["counters"])
     try:
         saved, fresh = list(counters["rng"]), net._core.counters()["rng"]

@@ -89,6 +89,10 @@ class Network:
         learning_rate: base learning rate.
         lr_schedule: ``"constant"``, ``"linear"``, ``"cosine"`` or ``f(step, total_steps)``.
         beta1, beta2, eps: Adam's parameters.
+        precision: ``"fp32"``, or ``"bf16"``: training reads BF16 copies of the weight rows (half
+            the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
+            elsewhere) while the optimizer updates fp32 master weights. Prediction with
+            ``mode="dense"`` uses the fp32 weights.
         threads: worker threads (HOGWILD); default: the CPUs this process may use.
         seed: seeds the weights, the hash functions and the per-thread generators; with
             ``threads=1`` training is reproducible bit for bit.
@@ -108,6 +112,7 @@ class Network:
         beta1: float = 0.9,
         beta2: float = 0.999,
         eps: float = 1e-8,
+        precision: str = "fp32",
         threads: Optional[int] = None,
         seed: int = 0,
     ) -> None:
@@ -130,6 +135,8 @@ class Network:
         if not (np.isfinite(learning_rate) and learning_rate > 0):
             raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
         check_schedule(lr_schedule)
+        if precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
         threads = default_threads() if threads is None else threads
         _check_int("threads", threads, 1)
         _check_int("seed", seed, 0)
@@ -138,6 +145,7 @@ class Network:
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
+        self.precision = precision
         self.threads, self.seed = int(threads), int(seed)
         self.interrupted = False
         self._core = _core.Network(self._core_config())
@@ -157,6 +165,7 @@ class Network:
         c.optimizer = o
         c.threads = self.threads
         c.seed = self.seed
+        c.bf16_weights = self.precision == "bf16"
         return c
 
     def get_config(self) -> dict[str, Any]:
@@ -175,6 +184,7 @@ class Network:
             "beta1": self.beta1,
             "beta2": self.beta2,
             "eps": self.eps,
+            "precision": self.precision,
             "threads": self.threads,
             "seed": self.seed,
         }
@@ -199,7 +209,7 @@ class Network:
     def __repr__(self) -> str:
         out = f"sampled by {self.lsh.family.upper()} (K={self.lsh.k}, L={self.lsh.l})" if self.lsh else "dense"
         return (f"Network({self.input_dim} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim}, "
-                f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, threads={self.threads})")
+                f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, {self.precision}, threads={self.threads})")
 
     # ----------------------------------------------------------------- training
     def prepare(self, X, Y: LabelsLike) -> "TrainingData":

@@ -13,6 +13,7 @@ FcLayer::FcLayer(const LayerConfig& c, std::uint32_t input_dim, OptimizerKind ki
 }
 
 void FcLayer::prepare(LayerScratch& s) const {
+  if (params.has_bf16()) s.input_bf16.assign(params.cols, 0);
   if (!index_) return;
   s.builder = std::make_unique<ActiveSetBuilder>(params.rows, index_->config().l);
   index_->family().prepare(s.hash);
@@ -48,11 +49,15 @@ void FcLayer::forward(const Activations& in, LayerScratch& s, Mode mode, const s
   }
   const Kernels& k = kernels();
   Activations& out = s.out;
+  const bool bf16 = params.has_bf16() && in.dense;
+  if (bf16) k.to_bf16(in.values.data(), s.input_bf16.data(), in.count);
   for (std::uint32_t p = 0; p < out.count; ++p) {
     const std::uint32_t j = out.id(p);
     const float* w = params.row(j);
     float z = params.bias[j];
-    if (in.dense) {
+    if (bf16) {
+      z += k.dot_bf16(params.row_bf16(j), s.input_bf16.data(), in.count);
+    } else if (in.dense) {
       z += k.dot(w, in.values.data(), in.count);
     } else {
       for (std::uint32_t q = 0; q < in.count; ++q) z += w[in.ids[q]] * in.values[q];
@@ -72,7 +77,11 @@ void FcLayer::backward(Activations& in, LayerScratch& s, bool input_delta) {
     const float* w = params.row(j);
     float* g = params.grad_row(j);
     if (in.dense) {
-      if (input_delta) k.axpy(d, w, in.delta.data(), in.count);
+      if (input_delta && params.has_bf16()) {
+        k.axpy_bf16(d, params.row_bf16(j), in.delta.data(), in.count);
+      } else if (input_delta) {
+        k.axpy(d, w, in.delta.data(), in.count);
+      }
       k.axpy(d, in.values.data(), g, in.count);
     } else {
       for (std::uint32_t q = 0; q < in.count; ++q) {

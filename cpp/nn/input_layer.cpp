@@ -15,7 +15,11 @@ void InputLayer::forward(const SampleView& s, Activations& out) const {
   out.set_dense(h);
   float* v = out.values.data();
   std::copy(bias.row(0), bias.row(0) + h, v);
-  for (int i = 0; i < s.num_features; ++i) k.axpy(s.feature_values[i], table.row(s.feature_ids[i]), v, h);
+  if (table.has_bf16()) {
+    for (int i = 0; i < s.num_features; ++i) k.axpy_bf16(s.feature_values[i], table.row_bf16(s.feature_ids[i]), v, h);
+  } else {
+    for (int i = 0; i < s.num_features; ++i) k.axpy(s.feature_values[i], table.row(s.feature_ids[i]), v, h);
+  }
   for (std::uint32_t j = 0; j < h; ++j) v[j] = v[j] > 0.0f ? v[j] : 0.0f;
 }
 

@@ -8,6 +8,7 @@
 #include "lsh/hash_family.h"
 #include "nn/activations.h"
 #include "nn/active_set.h"
+#include "simd/kernels.h"
 
 namespace slide {
 
@@ -17,6 +18,7 @@ struct LayerScratch {
   HashScratch hash;
   std::vector<std::uint32_t> buckets;
   std::vector<float> dense_input;  // a sparse input scattered to full width for hashing
+  std::vector<bf16> input_bf16;    // the dense input rounded to BF16 (precision="bf16")
   std::vector<std::uint32_t> touched;
   std::int64_t retrieved = 0;      // candidates the tables returned (statistics)
 };

@@ -21,6 +21,10 @@ Network::Network(const NetworkConfig& config)
     prev = config.layers[i].size;
   }
   init_weights();
+  if (config.bf16_weights) {
+    input.table.enable_bf16(config.threads);
+    for (FcLayer& l : layers) l.params.enable_bf16(config.threads);
+  }
   rebuild_tables();
   for (int t = 0; t < config_.threads; ++t) states_.push_back(make_state(t));
 }
@@ -49,6 +53,11 @@ void Network::init_weights() {
     const float stddev = layers[i].is_output() ? 1.0f / std::sqrt(fan_in) : std::sqrt(2.0f / fan_in);
     init(layers[i].params, stddev, 0x22 + i);
   }
+}
+
+void Network::sync_low_precision() {
+  input.table.sync_bf16(config_.threads);
+  for (FcLayer& l : layers) l.params.sync_bf16(config_.threads);
 }
 
 void Network::rebuild_tables() {

@@ -32,6 +32,8 @@ class Network {
   // Optimizer step over the rows touched since the last call; `samples` is the batch size.
   // Returns how many updated rows hold a NaN or inf afterwards (0 unless training diverged).
   std::int64_t apply_updates(float lr, std::int64_t samples);
+  // Refresh the BF16 weight copies (precision="bf16") after the fp32 weights were written directly.
+  void sync_low_precision();
   // Rehash / rebuild the sampled layers when their schedule says so.
   void maintain_tables(std::int64_t samples);
   void rebuild_tables();

@@ -21,6 +21,9 @@ struct NetworkConfig {
   OptimizerConfig optimizer;
   int threads = 1;
   std::uint64_t seed = 0;
+  // precision="bf16": the forward and backward passes read BF16 copies of the weight rows, which
+  // the optimizer refreshes from the fp32 master weights it updates.
+  bool bf16_weights = false;
 };
 
 void validate(const NetworkConfig& c);  // throws std::invalid_argument naming the field

@@ -24,8 +24,21 @@ Parameters::Parameters(std::uint32_t r, std::uint32_t c, OptimizerKind kind, boo
   }
 }
 
+void Parameters::enable_bf16(int threads) {
+  weight_bf16.resize(static_cast<std::size_t>(rows) * stride);
+  sync_bf16(threads);
+}
+
+void Parameters::sync_bf16(int threads) {
+  if (!has_bf16()) return;
+  const Kernels& k = kernels();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows); ++r)
+    k.to_bf16(row(static_cast<std::uint32_t>(r)), weight_bf16.data() + static_cast<std::size_t>(r) * stride, cols);
+}
+
 std::size_t Parameters::memory_bytes() const {
-  return (weight.size() + grad.size() + adam_m.size() + adam_v.size()) * sizeof(float) +
+  return weight_bf16.size() * sizeof(bf16) + (weight.size() + grad.size() + adam_m.size() + adam_v.size()) * sizeof(float) +
          (bias.size() + bias_grad.size() + bias_m.size() + bias_v.size()) * sizeof(float) + touched.size();
 }
 
@@ -80,6 +93,7 @@ static std::int64_t update_rows(Parameters& p, std::int64_t count, RowOf row_of,
       if (p.row_bias) k.sgd(&p.bias[r], &p.bias_grad[r], 1, lr * grad_scale);
     }
     p.touched[r] = 0;
+    if (p.has_bf16()) k.to_bf16(p.row(r), p.weight_bf16.data() + off, p.cols);
     // Checked while the row is still in cache, so divergence is caught in the batch that causes it.
     // Adam's second moment is checked too: it overflows first, then silently freezes the row.
     nonfinite += has_nonfinite(p.row(r), p.cols) || (p.row_bias && !std::isfinite(p.bias[r])) ||

@@ -27,6 +27,13 @@ class Parameters {
   float* row(std::uint32_t r) { return weight.data() + static_cast<std::size_t>(r) * stride; }
   const float* row(std::uint32_t r) const { return weight.data() + static_cast<std::size_t>(r) * stride; }
   float* grad_row(std::uint32_t r) { return grad.data() + static_cast<std::size_t>(r) * stride; }
+  const bf16* row_bf16(std::uint32_t r) const { return weight_bf16.data() + static_cast<std::size_t>(r) * stride; }
+  bool has_bf16() const { return weight_bf16.size() != 0; }
+
+  // Keep a BF16 copy of the weights, refreshed by every optimizer step (and by sync_bf16 after the
+  // fp32 weights were written directly, e.g. by loading a model).
+  void enable_bf16(int threads);
+  void sync_bf16(int threads);
 
   // True for the first caller that touches `r` since the last update.
   bool claim(std::uint32_t r) { return __atomic_exchange_n(&touched[r], std::uint8_t{1}, __ATOMIC_RELAXED) == 0; }
@@ -43,6 +50,7 @@ class Parameters {
   bool row_bias;
   std::size_t stride;
   AlignedArray<float> weight, grad, adam_m, adam_v;
+  AlignedArray<bf16> weight_bf16;  // empty unless enable_bf16
   AlignedArray<float> bias, bias_grad, bias_m, bias_v;
   AlignedArray<std::uint8_t> touched;
 };

@@ -54,7 +54,8 @@ void bind_config(py::module_& m) {
       .def_readwrite("layers", &NetworkConfig::layers)
       .def_readwrite("optimizer", &NetworkConfig::optimizer)
       .def_readwrite("threads", &NetworkConfig::threads)
-      .def_readwrite("seed", &NetworkConfig::seed);
+      .def_readwrite("seed", &NetworkConfig::seed)
+      .def_readwrite("bf16_weights", &NetworkConfig::bf16_weights);
 }
 
 }  // namespace slide::python

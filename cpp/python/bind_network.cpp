@@ -146,6 +146,7 @@ void bind_network(py::module_& m) {
           },
           py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("y_indptr"), py::arg("y_indices"),
           py::arg("rows"), py::arg("lr"), py::arg("apply") = true)
+      .def("sync_low_precision", &Network::sync_low_precision, py::call_guard<py::gil_scoped_release>())
       .def(
           "predict",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, int k, bool dense) {

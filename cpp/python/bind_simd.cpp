@@ -15,6 +15,7 @@ const Kernels& level_kernels(const std::string& name) {
   return *k;
 }
 using F = py::array_t<float, py::array::c_style>;
+using H = py::array_t<bf16, py::array::c_style>;
 }  // namespace
 
 void bind_simd(py::module_& m) {
@@ -41,6 +42,24 @@ void bind_simd(py::module_& m) {
   m.def("_kernel_sgd", [](const std::string& level, F w, F g, float lr) {
     SLIDE_REQUIRE(w.size() == g.size(), "length mismatch");
     level_kernels(level).sgd(w.mutable_data(), g.mutable_data(), w.size(), lr);
+  });
+  m.def("_kernel_to_bf16", [](const std::string& level, const F& x) {
+    H y(x.size());
+    level_kernels(level).to_bf16(x.data(), y.mutable_data(), x.size());
+    return y;
+  });
+  m.def("_kernel_from_bf16", [](const std::string& level, const H& x) {
+    F y(x.size());
+    level_kernels(level).from_bf16(x.data(), y.mutable_data(), x.size());
+    return y;
+  });
+  m.def("_kernel_dot_bf16", [](const std::string& level, const H& a, const H& b) {
+    SLIDE_REQUIRE(a.size() == b.size(), "length mismatch");
+    return level_kernels(level).dot_bf16(a.data(), b.data(), a.size());
+  });
+  m.def("_kernel_axpy_bf16", [](const std::string& level, float alpha, const H& x, F y) {
+    SLIDE_REQUIRE(x.size() == y.size(), "length mismatch");
+    level_kernels(level).axpy_bf16(alpha, x.data(), y.mutable_data(), x.size());
   });
 }
 

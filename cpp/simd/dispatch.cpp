@@ -29,6 +29,9 @@ bool supported(SimdLevel level) {
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
              os_saves(0xE6);
+    case SimdLevel::kAvx512Bf16:
+      __builtin_cpu_init();
+      return supported(SimdLevel::kAvx512) && __builtin_cpu_supports("avx512bf16");
 #endif
     default:
       return false;
@@ -37,28 +40,33 @@ bool supported(SimdLevel level) {
 
 const Kernels& table(SimdLevel level) {
 #ifdef SLIDE_HAVE_X86
+  if (level == SimdLevel::kAvx512Bf16) return avx512_bf16_kernels();
   if (level == SimdLevel::kAvx512) return avx512_kernels();
   if (level == SimdLevel::kAvx2) return avx2_kernels();
 #endif
   return scalar_kernels();
 }
 
+constexpr SimdLevel kBest = SimdLevel::kAvx512Bf16;
+
+const Kernels& best_at_most(SimdLevel wanted) {
+  for (int l = static_cast<int>(wanted); l >= 0; --l)
+    if (supported(static_cast<SimdLevel>(l))) return table(static_cast<SimdLevel>(l));
+  return scalar_kernels();
+}
+
 const Kernels& choose() {
   const char* env = std::getenv("SLIDE_SIMD");
+  SimdLevel wanted = kBest;
   if (env && *env) {
-    SimdLevel wanted;
     try {
       wanted = parse_simd_level(env);
     } catch (const std::invalid_argument&) {
-      wanted = SimdLevel::kScalar;  // reported to the user by the Python layer
+      wanted = kBest;  // the Python layer warns that the name is unknown and the best level is used
     }
-    // Asking for a level the CPU lacks falls back to the best one it has, never to a crash.
-    for (int l = static_cast<int>(wanted); l >= 0; --l)
-      if (supported(static_cast<SimdLevel>(l))) return table(static_cast<SimdLevel>(l));
   }
-  for (int l = static_cast<int>(SimdLevel::kAvx512); l >= 0; --l)
-    if (supported(static_cast<SimdLevel>(l))) return table(static_cast<SimdLevel>(l));
-  return scalar_kernels();
+  // Asking for a level the CPU lacks falls back to the best one it has, never to a crash.
+  return best_at_most(wanted);
 }
 
 }  // namespace
@@ -67,7 +75,8 @@ SimdLevel parse_simd_level(const std::string& name) {
   if (name == "scalar") return SimdLevel::kScalar;
   if (name == "avx2") return SimdLevel::kAvx2;
   if (name == "avx512") return SimdLevel::kAvx512;
-  throw std::invalid_argument("unknown SIMD level '" + name + "'; expected scalar, avx2 or avx512");
+  if (name == "avx512_bf16") return SimdLevel::kAvx512Bf16;
+  throw std::invalid_argument("unknown SIMD level '" + name + "'; expected scalar, avx2, avx512 or avx512_bf16");
 }
 
 const Kernels& kernels() {
@@ -79,7 +88,7 @@ const Kernels* kernels_for(SimdLevel level) { return supported(level) ? &table(l
 
 std::vector<SimdLevel> available_simd_levels() {
   std::vector<SimdLevel> out;
-  for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512})
+  for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16})
     if (supported(l)) out.push_back(l);
   return out;
 }

@@ -1,14 +1,18 @@
 // One dispatch header for the hot kernels (faiss style): each ISA has its own file compiled with
 // its own flags; the level is chosen once at run time from the CPU and the OS, overridable with
-// SLIDE_SIMD=scalar|avx2|avx512. Nothing is swapped after the first call.
+// SLIDE_SIMD=scalar|avx2|avx512|avx512_bf16. Nothing is swapped after the first call.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace slide {
 
-enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
+
+// A bfloat16 value: the top 16 bits of an fp32.
+using bf16 = std::uint16_t;
 
 struct AdamStep {
   float lr;     // already bias-corrected
@@ -28,6 +32,13 @@ struct Kernels {
   void (*adam)(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep& s);
   // Plain SGD on one row; zeroes g.
   void (*sgd)(float* w, float* g, std::size_t n, float lr_times_scale);
+  // fp32 -> bf16, rounding to nearest even (bit-identical on every level) and back.
+  void (*to_bf16)(const float* x, bf16* y, std::size_t n);
+  void (*from_bf16)(const bf16* x, float* y, std::size_t n);
+  // Dot product of two bf16 vectors, accumulated in fp32 (vdpbf16ps on avx512_bf16).
+  float (*dot_bf16)(const bf16* a, const bf16* b, std::size_t n);
+  // y += a * x for a bf16 x and an fp32 y.
+  void (*axpy_bf16)(float a, const bf16* x, float* y, std::size_t n);
 };
 
 const Kernels& kernels();                        // the chosen level, fixed for the process
@@ -40,6 +51,7 @@ const Kernels& scalar_kernels();
 #ifdef SLIDE_HAVE_X86
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
+const Kernels& avx512_bf16_kernels();
 #endif
 
 }  // namespace slide

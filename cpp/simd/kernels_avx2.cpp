@@ -67,10 +67,61 @@ void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
   scalar_ops::sgd(w + i, g + i, n - i, lr_times_scale);
 }
 
+// BF16 without hardware support: integer rounding (as scalar_ops::to_bf16), widening by shifting.
+inline __m256i round_to_bf16(__m256 x) {
+  const __m256i b = _mm256_castps_si256(x);
+  const __m256i abs = _mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff));
+  const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+  const __m256i sub = _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7f800000)), _mm256_setzero_si256());
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40)), nan);
+  return _mm256_blendv_epi8(r, _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x8000)), sub);
+}
+
+inline __m256 widen(const bf16* x) {
+  const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+}
+
+void to_bf16(const float* x, bf16* y, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i r = round_to_bf16(_mm256_loadu_ps(x + i));
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_castsi256_si128(packed));
+  }
+  scalar_ops::to_bf16(x + i, y + i, n - i);
+}
+
+void from_bf16(const bf16* x, float* y, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, widen(x + i));
+  scalar_ops::from_bf16(x + i, y + i, n - i);
+}
+
+float dot_bf16(const bf16* a, const bf16* b, std::size_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(widen(a + i), widen(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(widen(a + i + 8), widen(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(widen(a + i), widen(b + i), acc0);
+  return hsum(_mm256_add_ps(acc0, acc1)) + scalar_ops::dot_bf16(a + i, b + i, n - i);
+}
+
+void axpy_bf16(float a, const bf16* x, float* y, std::size_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, widen(x + i), _mm256_loadu_ps(y + i)));
+  scalar_ops::axpy_bf16(a, x + i, y + i, n - i);
+}
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd};
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16};
   return k;
 }
 

@@ -68,10 +68,65 @@ void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
   }
 }
 
+// BF16 without the BF16 extension: integer rounding (as scalar_ops::to_bf16), widening by shifting.
+inline __m256i round_to_bf16(__m512 x) {
+  const __m512i b = _mm512_castps_si512(x);
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  const __mmask16 sub = _mm512_testn_epi32_mask(b, _mm512_set1_epi32(0x7f800000));
+  const __m512i hi = _mm512_srli_epi32(b, 16);
+  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+  r = _mm512_mask_mov_epi32(r, sub, _mm512_and_si512(hi, _mm512_set1_epi32(0x8000)));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+inline __m512 widen(const bf16* x, __mmask16 k) {
+  const __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, x));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+}
+
+void to_bf16(const float* x, bf16* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    _mm256_mask_storeu_epi16(y + i, k, round_to_bf16(_mm512_maskz_loadu_ps(k, x + i)));
+  }
+}
+
+void from_bf16(const bf16* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, k, widen(x + i, k));
+  }
+}
+
+float dot_bf16(const bf16* a, const bf16* b, std::size_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(widen(a + i, 0xFFFF), widen(b + i, 0xFFFF), acc0);
+    acc1 = _mm512_fmadd_ps(widen(a + i + 16, 0xFFFF), widen(b + i + 16, 0xFFFF), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    acc0 = _mm512_fmadd_ps(widen(a + i, k), widen(b + i, k), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+void axpy_bf16(float a, const bf16* x, float* y, std::size_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(va, widen(x + i, k), _mm512_maskz_loadu_ps(k, y + i)));
+  }
+}
+
 }  // namespace
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd};
+  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16};
   return k;
 }
 

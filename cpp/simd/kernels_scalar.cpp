@@ -4,8 +4,8 @@
 namespace slide {
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{SimdLevel::kScalar, "scalar", scalar_ops::dot, scalar_ops::axpy, scalar_ops::adam,
-                         scalar_ops::sgd};
+  using namespace scalar_ops;
+  static const Kernels k{SimdLevel::kScalar, "scalar", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16};
   return k;
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "simd/kernels.h"
 
@@ -33,6 +35,43 @@ inline void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
     w[i] -= lr_times_scale * g[i];
     g[i] = 0.0f;
   }
+}
+
+// BF16 is the top half of an fp32. Rounding is to nearest even; NaN stays a (quiet) NaN; subnormal
+// inputs and results become signed zero, exactly as AVX-512 BF16's vcvtneps2bf16 does, so every
+// level converts bit-identically.
+inline std::uint16_t to_bf16(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((b >> 16) | 0x40u);
+  if ((b & 0x7f800000u) == 0) return static_cast<std::uint16_t>((b >> 16) & 0x8000u);
+  b += 0x7fffu + ((b >> 16) & 1u);  // overflow rounds to inf, as it should
+  return static_cast<std::uint16_t>(b >> 16);
+}
+
+inline float from_bf16(std::uint16_t h) {
+  const std::uint32_t b = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+inline void to_bf16(const float* x, std::uint16_t* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = to_bf16(x[i]);
+}
+
+inline void from_bf16(const std::uint16_t* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = from_bf16(x[i]);
+}
+
+inline float dot_bf16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+  float s = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) s += from_bf16(a[i]) * from_bf16(b[i]);
+  return s;
+}
+
+inline void axpy_bf16(float a, const std::uint16_t* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * from_bf16(x[i]);
 }
 
 }  // namespace slide::scalar_ops

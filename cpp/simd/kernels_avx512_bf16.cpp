@@ -1,0 +1,51 @@
+// Compiled with -mavx512f/bw/dq/vl -mavx512bf16; only called after the CPU and OS checks in
+// dispatch.cpp. The fp32 kernels are avx512's; the bf16 conversion and dot product use the BF16
+// instructions (vcvtneps2bf16, vdpbf16ps: 32 multiply-adds per instruction).
+#include <immintrin.h>
+
+#include "simd/kernels.h"
+
+namespace slide {
+namespace {
+
+inline __mmask16 mask16(std::size_t rem) { return rem >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << rem) - 1u); }
+inline __mmask32 mask32(std::size_t rem) { return rem >= 32 ? 0xFFFFFFFFu : static_cast<__mmask32>((1u << rem) - 1u); }
+
+void to_bf16(const float* x, bf16* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = mask16(n - i);
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, x + i));
+    _mm256_mask_storeu_epi16(y + i, k, reinterpret_cast<const __m256i&>(h));
+  }
+}
+
+float dot_bf16(const bf16* a, const bf16* b, std::size_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_loadu_si512(a + i), (__m512bh)_mm512_loadu_si512(b + i));
+    acc1 = _mm512_dpbf16_ps(acc1, (__m512bh)_mm512_loadu_si512(a + i + 32), (__m512bh)_mm512_loadu_si512(b + i + 32));
+  }
+  for (; i < n; i += 32) {  // masked-off lanes load as +0, which adds nothing
+    const __mmask32 k = mask32(n - i);
+    acc0 = _mm512_dpbf16_ps(acc0, (__m512bh)_mm512_maskz_loadu_epi16(k, a + i),
+                            (__m512bh)_mm512_maskz_loadu_epi16(k, b + i));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+}  // namespace
+
+const Kernels& avx512_bf16_kernels() {
+  static const Kernels k = [] {
+    Kernels t = avx512_kernels();
+    t.level = SimdLevel::kAvx512Bf16;
+    t.name = "avx512_bf16";
+    t.to_bf16 = to_bf16;
+    t.dot_bf16 = dot_bf16;
+    return t;
+  }();
+  return k;
+}
+
+}  // namespace slide
