@@ -134,11 +134,17 @@ def test_user_errors_are_messages_with_exit_code_2(tmp_path):
     assert r.returncode == 2 and "slide: error:" in r.stderr and "Traceback" not in r.stderr
 
 
+def _deliverable_sigint():
+    """A test runner started in the background (`cmd &` in a script) passes SIGINT on as ignored,
+    and Python then never raises KeyboardInterrupt; give the child the default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_saves_a_checkpoint_and_the_run_resumes(tmp_path):
     out = tmp_path / "run"
     p = subprocess.Popen([sys.executable, "-m", "slide", "train", "--epochs", "40", "--threads", "1", "--out", str(out),
                           "--checkpoint-every", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=tmp_path)
+                         cwd=tmp_path, preexec_fn=_deliverable_sigint)
     deadline = time.time() + 120
     line = ""
     while "run folder" not in line and time.time() < deadline:  # wait until training starts

@@ -1,0 +1,150 @@
+"""slide against the baselines users would otherwise run, side by side in one run on the same
+generated Amazon-670K-shaped data (135,909 -> 128 -> 670,091), same threads, same batch size:
+
+    pip install ".[baselines]"     # tensorflow-cpu and torch, never needed by the tests
+    python -m benches.compare [--budget 120] [--systems slide-fp32 torch-sampled ...]
+
+Systems: slide-fp32, slide-bf16 (LSH-sampled), slide-dense (full softmax), tf-full (TensorFlow full
+softmax, the SLIDE paper's baseline), torch-full, torch-sampled (4,096 shared random negatives per
+batch). Each trains in its own process (so peak RSS is its own) for `--budget` seconds of training
+time or `--max-epochs`, is evaluated exactly at evenly spaced checkpoints on a 2,000-point slice of
+the shuffled test set and at the end on all of it. Writes benches/results/compare/<system>.json,
+compare.json, compare.md and compare_p1.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "compare"
+SYSTEMS = ["slide-fp32", "slide-bf16", "torch-sampled", "torch-full", "tf-full", "slide-dense"]
+
+
+def make_system(name: str, data: dict, args):
+    if name.startswith("slide-"):
+        from .slide_system import SlideSystem
+
+        return SlideSystem(data, name.split("-", 1)[1], args.threads, args.batch_size, args.lr)
+    if name.startswith("torch-"):
+        from .torch_systems import TorchSystem
+
+        return TorchSystem(data, name.split("-", 1)[1], args.threads, args.batch_size, args.lr)
+    if name == "tf-full":
+        from .tf_system import TensorFlowSystem
+
+        return TensorFlowSystem(data, "full", args.threads, args.batch_size, args.lr)
+    raise SystemExit(f"unknown system {name!r}; known: {SYSTEMS}")
+
+
+def child(args) -> None:
+    from .protocol import load, run
+
+    data = load(Path(args.data))
+    t0 = time.perf_counter()
+    system = make_system(args.child, data, args)
+    build = time.perf_counter() - t0
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
+                 checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log)
+    print(json.dumps({"system": args.child, "build_seconds": build, **result}))
+
+
+def table(results: dict, tf_rate: float | None) -> str:
+    lines = ["| system | samples/s | vs TF | s/epoch | epochs | best P@1 (2k slice) | final P@1 / P@3 / P@5 (10k) | peak RSS |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        best = max((c["P@1"] for c in r["timeline"]), default=float("nan"))
+        f = r["final"]
+        ratio = f"{r['samples_per_second'] / tf_rate:.1f}x" if tf_rate else "-"
+        lines.append(f"| {name} | {r['samples_per_second']:,.0f} | {ratio} | {r['seconds_per_epoch']:,.1f} | "
+                     f"{r['epochs']:.2f} | {best:.4f} | {f['P@1']:.4f} / {f['P@3']:.4f} / {f['P@5']:.4f} | "
+                     f"{r['peak_rss_bytes'] / 2**30:.2f} GiB |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    for name, r in results.items():
+        t = [c["train_seconds"] for c in r["timeline"]]
+        ax.plot(t, [c["P@1"] for c in r["timeline"]], "o-", label=name)
+    ax.set_xlabel("training wall-clock time (s, evaluation excluded)")
+    ax.set_ylabel("test P@1 (2,000 shuffled test points)")
+    ax.set_title("Amazon-670K-shaped data: P@1 against training time, 2 threads")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--systems", nargs="*", default=SYSTEMS)
+    ap.add_argument("--train", type=int, default=100_000)
+    ap.add_argument("--test", type=int, default=10_000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--budget", type=float, default=120.0, help="training seconds per system")
+    ap.add_argument("--max-epochs", type=int, default=10)
+    ap.add_argument("--checkpoints", type=int, default=6)
+    ap.add_argument("--checkpoint-test", type=int, default=2_000)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return 0
+
+    import scipy.sparse as sp
+
+    from slide.datasets import synthetic_amazon670k
+
+    from ..environment import describe
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        train, test = synthetic_amazon670k(n_train=args.train, n_test=args.test, seed=0)  # test rows are shuffled
+        for name, m in (("Xtr", train.X), ("Ytr", train.Y), ("Xte", test.X), ("Yte", test.Y)):
+            sp.save_npz(Path(tmp) / f"{name}.npz", m, compressed=False)
+        del train, test
+        passthrough = ["--data", tmp, "--threads", str(args.threads), "--batch-size", str(args.batch_size),
+                       "--lr", str(args.lr), "--budget", str(args.budget), "--max-epochs", str(args.max_epochs),
+                       "--checkpoints", str(args.checkpoints), "--checkpoint-test", str(args.checkpoint_test)]
+        for name in args.systems:
+            print(f"{name}:", flush=True)
+            r = subprocess.run([sys.executable, "-m", "benches.compare", "--child", name, *passthrough],
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+            if r.returncode != 0:
+                print(f"  {name} failed (exit {r.returncode}); see its output above", flush=True)
+                continue
+            results[name] = json.loads(r.stdout.strip().splitlines()[-1])
+            (RESULTS / f"{name}.json").write_text(json.dumps(results[name], indent=2) + "\n")
+            f = results[name]["final"]
+            print(f"  {results[name]['samples_per_second']:,.0f} samples/s, final P@1 {f['P@1']:.4f}, "
+                  f"peak RSS {results[name]['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+    tf_rate = results.get("tf-full", {}).get("samples_per_second")
+    md = table(results, tf_rate)
+    report = {"benchmark": "compare", "environment": describe(args.threads),
+              "config": {k: v for k, v in vars(args).items() if k not in ("child", "data")}, "results": results}
+    (RESULTS / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / "compare.md").write_text(md)
+    plot(results, RESULTS / "compare_p1.png")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

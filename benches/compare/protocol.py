@@ -1,0 +1,78 @@
+"""What every system in the comparison does, identically: train on the shared data in pieces,
+stop the training clock to evaluate P@1/3/5 at wall-clock checkpoints, and report throughput,
+epoch time and peak RSS. A system only supplies `train(rows)` and `top_k(X, k)`."""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+from typing import Callable, Protocol
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class System(Protocol):
+    def train(self, rows: np.ndarray) -> None: ...
+    def top_k(self, X: sp.csr_matrix, k: int) -> np.ndarray: ...
+
+
+def load(data_dir: Path) -> dict[str, sp.csr_matrix]:
+    return {n: sp.load_npz(data_dir / f"{n}.npz").tocsr() for n in ("Xtr", "Ytr", "Xte", "Yte")}
+
+
+def precision_at(top: np.ndarray, Y: sp.csr_matrix, ks=(1, 3, 5)) -> dict[str, float]:
+    hits = np.zeros(top.shape, dtype=bool)
+    for i in range(top.shape[0]):
+        hits[i] = np.isin(top[i], Y.indices[Y.indptr[i]:Y.indptr[i + 1]])
+    return {f"P@{k}": float(hits[:, :k].sum(axis=1).mean() / k) for k in ks}
+
+
+def run(system: System, data: dict, *, batch_size: int, budget_seconds: float, max_epochs: int,
+        checkpoints: int, checkpoint_test_points: int, piece_batches: int = 20, seed: int = 0,
+        log: Callable[[str], None] = print) -> dict:
+    """Train until `budget_seconds` of training time or `max_epochs`, evaluating at `checkpoints`
+    evenly spaced training times on the first `checkpoint_test_points` test points, and once at
+    the end on the whole test set."""
+    n = data["Xtr"].shape[0]
+    Xc, Yc = data["Xte"][:checkpoint_test_points], data["Yte"][:checkpoint_test_points]
+    every = budget_seconds / checkpoints
+    next_eval, train_s, samples, timeline, epoch_seconds = every, 0.0, 0, [], []
+    rng = np.random.default_rng(seed)
+    piece = batch_size * piece_batches
+    done = False
+    for epoch in range(max_epochs):
+        order = rng.permutation(n)
+        epoch_t = 0.0
+        for start in range(0, n, piece):
+            t0 = time.perf_counter()
+            system.train(order[start:start + piece])
+            dt = time.perf_counter() - t0
+            train_s, epoch_t, samples = train_s + dt, epoch_t + dt, samples + len(order[start:start + piece])
+            if train_s >= next_eval or train_s >= budget_seconds:
+                t1 = time.perf_counter()
+                p = precision_at(system.top_k(Xc, 5), Yc)
+                timeline.append({"train_seconds": round(train_s, 2), "samples": samples, "epoch": epoch + 1,
+                                 "eval_seconds": round(time.perf_counter() - t1, 2), **p})
+                log(f"  {train_s:7.1f}s  {samples:>9,} samples  P@1 {p['P@1']:.4f}")
+                next_eval += every
+            if train_s >= budget_seconds:
+                done = True
+                break
+        if not done:
+            epoch_seconds.append(epoch_t)
+        if done:
+            break
+    t1 = time.perf_counter()
+    final = precision_at(system.top_k(data["Xte"], 5), data["Yte"])
+    return {
+        "train_seconds": train_s,
+        "samples": samples,
+        "epochs": samples / n,
+        "samples_per_second": samples / train_s,
+        "seconds_per_epoch": (float(np.mean(epoch_seconds)) if epoch_seconds else train_s * n / samples),
+        "timeline": timeline,
+        "final": {"test_points": data["Xte"].shape[0], "eval_seconds": round(time.perf_counter() - t1, 1), **final},
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
