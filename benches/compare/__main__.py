@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -126,7 +127,8 @@ def main() -> int:
         for name in args.systems:
             print(f"{name}:", flush=True)
             r = subprocess.run([sys.executable, "-m", "benches.compare", "--child", name, *passthrough],
-                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
             if r.returncode != 0:
                 print(f"  {name} failed (exit {r.returncode}); see its output above", flush=True)
                 continue

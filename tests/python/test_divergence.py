@@ -1,6 +1,7 @@
 """Divergence: a NaN/inf in the loss or in any parameter is caught in the batch where it appears;
 the run loop never overwrites its last good checkpoint with a diverged model, and can back off."""
 
+import os
 import subprocess
 import sys
 
@@ -118,7 +119,7 @@ def test_run_gives_up_after_max_backoffs(tmp_path, monkeypatch):
 def test_cli_exits_3_on_divergence_and_says_why(tmp_path):
     out = subprocess.run([sys.executable, "-m", "slide", "train", "--lr", "1e30", "--epochs", "1", "--quiet",
                           "--train-samples", "2000", "--out", str(tmp_path / "run")],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, cwd=os.path.expanduser("~"))
     assert out.returncode == 3, out.stderr
     assert "training diverged" in out.stderr and "lower the learning rate" in out.stderr
     assert "Traceback" not in out.stderr
