@@ -18,15 +18,22 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-float dot(const float* a, const float* b, std::size_t n) {
+// Two accumulators over 8-lane fp32 vectors that `load` makes from a and b; `tail` does the rest.
+template <class T, class Load, class Tail>
+inline float dot_with(const T* a, const T* b, std::size_t n, Load load, Tail tail) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc0 = _mm256_fmadd_ps(load(a + i), load(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(load(a + i + 8), load(b + i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  return hsum(_mm256_add_ps(acc0, acc1)) + scalar_ops::dot(a + i, b + i, n - i);
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load(a + i), load(b + i), acc0);
+  return hsum(_mm256_add_ps(acc0, acc1)) + tail(a + i, b + i, n - i);
+}
+
+float dot(const float* a, const float* b, std::size_t n) {
+  return dot_with(a, b, n, [](const float* p) { return _mm256_loadu_ps(p); },
+                  [](const float* x, const float* y, std::size_t m) { return scalar_ops::dot(x, y, m); });
 }
 
 void axpy(float a, const float* x, float* y, std::size_t n) {
@@ -101,14 +108,8 @@ void from_bf16(const bf16* x, float* y, std::size_t n) {
 }
 
 float dot_bf16(const bf16* a, const bf16* b, std::size_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(widen(a + i), widen(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(widen(a + i + 8), widen(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(widen(a + i), widen(b + i), acc0);
-  return hsum(_mm256_add_ps(acc0, acc1)) + scalar_ops::dot_bf16(a + i, b + i, n - i);
+  return dot_with(a, b, n, widen,
+                  [](const bf16* x, const bf16* y, std::size_t m) { return scalar_ops::dot_bf16(x, y, m); });
 }
 
 void axpy_bf16(float a, const bf16* x, float* y, std::size_t n) {
