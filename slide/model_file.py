@@ -32,6 +32,10 @@ _DAMAGED_ZIP = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, Not
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+class ModelFileError(ValueError):
+    """A model file that slide refuses to load; the message names the file and what is wrong."""
+
+
 def _skip(name: str, include_optimizer: bool) -> bool:
     if name.endswith("_grad"):
         return True  # gradient buffers are zero at every batch boundary
@@ -69,27 +73,27 @@ def read_header(path: PathLike) -> dict:
     try:
         with zipfile.ZipFile(path) as zf:
             if _HEADER + ".npy" not in zf.namelist():
-                raise ValueError(f"{path} is not a slide model file (no header)")
+                raise ModelFileError(f"{path} is not a slide model file (no header)")
             with zf.open(_HEADER + ".npy") as f:
                 raw = _read_header_bytes(f, f"{path}: the header")
         header = json.loads(raw.decode())
+    except ModelFileError:
+        raise
     except _DAMAGED_ZIP as e:
-        if isinstance(e, ValueError) and str(e).startswith(str(path)):
-            raise
-        raise ValueError(f"{path} is not a readable slide model file (truncated or corrupted): {e}") from None
+        raise ModelFileError(f"{path} is not a readable slide model file (truncated or corrupted): {e}") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a slide model file")
+        raise ModelFileError(f"{path} is not a slide model file")
     version = header.get("version")
     if not isinstance(version, int) or version < 1:
-        raise ValueError(f"{path}: the header's format version {version!r} is not a positive integer")
+        raise ModelFileError(f"{path}: the header's format version {version!r} is not a positive integer")
     if version > FORMAT_VERSION:
-        raise ValueError(f"{path} was written by a newer slide (model format {version}, this slide "
+        raise ModelFileError(f"{path} was written by a newer slide (model format {version}, this slide "
                          f"reads up to {FORMAT_VERSION}); upgrade slide to load it")
     for key, kind in (("config", dict), ("counters", dict), ("include_optimizer", bool), ("extra", dict)):
         if not isinstance(header.get(key), kind):
-            raise ValueError(f"{path}: the header's {key!r} is missing or not a {kind.__name__}; the file is corrupted")
+            raise ModelFileError(f"{path}: the header's {key!r} is missing or not a {kind.__name__}; the file is corrupted")
     if version >= 2 and not isinstance(header.get("checksums"), dict):
-        raise ValueError(f"{path}: the header lacks its array checksums; the file is corrupted")
+        raise ModelFileError(f"{path}: the header lacks its array checksums; the file is corrupted")
     return header
 
 
@@ -100,7 +104,7 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
     try:
         net = cls.from_config(header["config"], **overrides)
     except (TypeError, KeyError, AttributeError) as e:
-        raise ValueError(f"{path}: the header's model configuration is malformed: {e}") from None
+        raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()
     checksums = header.get("checksums")
     try:
@@ -108,18 +112,18 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
             names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != _HEADER + ".npy"]
             for name in names:
                 if name not in state:
-                    raise ValueError(f"{path}: array {name!r} does not belong to this model's configuration")
+                    raise ModelFileError(f"{path}: array {name!r} does not belong to this model's configuration")
                 with zf.open(name + ".npy") as f:
                     crc = _read_into(f, state[name], f"{path}: array {name!r}")
                 if checksums is not None and checksums.get(name) != crc:
-                    raise ValueError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
+                    raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
+    except ModelFileError:
+        raise
     except _DAMAGED_ZIP as e:
-        if isinstance(e, ValueError) and str(e).startswith(str(path)):
-            raise
-        raise ValueError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
+        raise ModelFileError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
     missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names]
     if missing:
-        raise ValueError(f"{path} lacks arrays {missing[:5]}")
+        raise ModelFileError(f"{path} lacks arrays {missing[:5]}")
     net._core.sync_low_precision()  # BF16 weight copies follow the loaded fp32 weights
     counters = dict(header["counters"])
     try:
@@ -128,7 +132,7 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
         counters["rng"] = [saved[t] if t < len(saved) else fresh[t] for t in range(net.threads)]
         net._core.set_counters(counters)
     except (TypeError, KeyError, ValueError, RuntimeError) as e:
-        raise ValueError(f"{path}: the header's training counters are malformed: {e}") from None
+        raise ModelFileError(f"{path}: the header's training counters are malformed: {e}") from None
     return net
 
 
@@ -137,23 +141,23 @@ def _npy_meta(f, what: str) -> tuple[tuple, bool, np.dtype]:
     try:
         major, _ = np.lib.format.read_magic(f)
         if major not in (1, 2):
-            raise ValueError(f"unsupported .npy format version {major}")
+            raise ModelFileError(f"unsupported .npy format version {major}")
         parse = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = parse(f)
     except Exception as e:  # numpy parses the header dict with ast: a damaged one raises all sorts
-        raise ValueError(f"{what} has a malformed header: {type(e).__name__}: {e}") from None
+        raise ModelFileError(f"{what} has a malformed header: {type(e).__name__}: {e}") from None
     if dtype.hasobject:
-        raise ValueError(f"{what} holds Python objects; slide model files never do (refusing to unpickle)")
+        raise ModelFileError(f"{what} holds Python objects; slide model files never do (refusing to unpickle)")
     return shape, fortran, dtype
 
 
 def _read_header_bytes(f, what: str) -> bytes:
     shape, fortran, dtype = _npy_meta(f, what)
     if dtype != np.uint8 or len(shape) != 1 or shape[0] > _MAX_HEADER_BYTES:
-        raise ValueError(f"{what} is not a JSON header (shape {shape} {dtype})")
+        raise ModelFileError(f"{what} is not a JSON header (shape {shape} {dtype})")
     data = f.read(shape[0])
     if len(data) != shape[0]:
-        raise ValueError(f"{what} is cut short; the file is truncated")
+        raise ModelFileError(f"{what} is cut short; the file is truncated")
     return data
 
 
@@ -163,7 +167,7 @@ def _read_into(f, target: np.ndarray, what: str) -> str:
     returns the data's CRC-32 as the writer computed it."""
     shape, fortran, dtype = _npy_meta(f, what)
     if shape != target.shape or dtype != target.dtype or (fortran and target.ndim > 1):
-        raise ValueError(f"{what} has shape {shape} {dtype}, expected {target.shape} {target.dtype}")
+        raise ModelFileError(f"{what} has shape {shape} {dtype}, expected {target.shape} {target.dtype}")
     flat = target.reshape(target.shape[0], -1) if target.ndim > 1 else target.reshape(-1, 1)
     row_bytes = flat.shape[1] * dtype.itemsize
     step = max(1, (16 << 20) // max(row_bytes, 1))
@@ -172,9 +176,9 @@ def _read_into(f, target: np.ndarray, what: str) -> str:
         want = min(step, flat.shape[0] - r) * row_bytes
         chunk = f.read(want)
         if len(chunk) != want:
-            raise ValueError(f"{what} is cut short; the file is truncated")
+            raise ModelFileError(f"{what} is cut short; the file is truncated")
         crc = zlib.crc32(chunk, crc)
         flat[r:r + step] = np.frombuffer(chunk, dtype=dtype).reshape(-1, flat.shape[1])
     if f.read(1):
-        raise ValueError(f"{what} holds more data than its shape; the file is corrupted")
+        raise ModelFileError(f"{what} holds more data than its shape; the file is corrupted")
     return f"{crc:08x}"
