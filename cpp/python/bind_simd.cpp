@@ -61,6 +61,15 @@ void bind_simd(py::module_& m) {
     SLIDE_REQUIRE(x.size() == y.size(), "length mismatch");
     level_kernels(level).axpy_bf16(alpha, x.data(), y.mutable_data(), x.size());
   });
+  m.def("_kernel_gemm", [](const std::string& level, const F& a, const F& b, F c, bool accumulate) {
+    SLIDE_REQUIRE(a.ndim() == 2 && b.ndim() == 2 && c.ndim() == 2, "gemm takes 2-d arrays");
+    // C may be wider than B: its extra columns must come back untouched.
+    SLIDE_REQUIRE(a.shape(1) == b.shape(0) && c.shape(0) == a.shape(0) && c.shape(1) >= b.shape(1),
+                  "gemm shapes do not match");
+    const auto m = static_cast<std::size_t>(a.shape(0)), k = static_cast<std::size_t>(a.shape(1)),
+               n = static_cast<std::size_t>(b.shape(1)), ldc = static_cast<std::size_t>(c.shape(1));
+    level_kernels(level).gemm(m, n, k, a.data(), k, b.data(), n, c.mutable_data(), ldc, accumulate);
+  });
 }
 
 }  // namespace slide::python

@@ -39,6 +39,10 @@ struct Kernels {
   float (*dot_bf16)(const bf16* a, const bf16* b, std::size_t n);
   // y += a * x for a bf16 x and an fp32 y.
   void (*axpy_bf16)(float a, const bf16* x, float* y, std::size_t n);
+  // C (m x n) = A (m x k) * B (k x n), or C += A * B when `accumulate`; row-major with leading
+  // dimensions. Each C element sums its k products in order, so levels differ only by FMA rounding.
+  void (*gemm)(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
+               std::size_t ldb, float* c, std::size_t ldc, bool accumulate);
 };
 
 const Kernels& kernels();                        // the chosen level, fixed for the process

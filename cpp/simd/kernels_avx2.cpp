@@ -1,8 +1,10 @@
 // Compiled with -mavx2 -mfma; only called after the CPU check in dispatch.cpp.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "simd/gemm_blocking.h"
 #include "simd/kernels.h"
 #include "simd/scalar_ops.h"
 
@@ -119,10 +121,54 @@ void axpy_bf16(float a, const bf16* x, float* y, std::size_t n) {
   scalar_ops::axpy_bf16(a, x + i, y + i, n - i);
 }
 
+// Lane masks for _mm256_maskload_ps: the first `n` of 8 lanes on.
+inline __m256i lanes(std::size_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// An MR x 16 tile of C in 2*MR registers; masked loads and stores cover a narrower last tile.
+template <int MR>
+struct Tile {
+  static void run(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
+                  std::size_t ldc, std::size_t cols, bool load_c) {
+    const __m256i m0 = lanes(std::min<std::size_t>(cols, 8)), m1 = lanes(cols > 8 ? cols - 8 : 0);
+    __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      c0[r] = load_c ? _mm256_maskload_ps(c + r * ldc, m0) : _mm256_setzero_ps();
+      c1[r] = load_c ? _mm256_maskload_ps(c + r * ldc + 8, m1) : _mm256_setzero_ps();
+    }
+    for (std::size_t p = 0; p < kc; ++p) {
+      const __m256 b0 = _mm256_maskload_ps(b + p * ldb, m0);
+      const __m256 b1 = _mm256_maskload_ps(b + p * ldb + 8, m1);
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        const __m256 ar = _mm256_broadcast_ss(a + r * lda + p);
+        c0[r] = _mm256_fmadd_ps(ar, b0, c0[r]);
+        c1[r] = _mm256_fmadd_ps(ar, b1, c1[r]);
+      }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      _mm256_maskstore_ps(c + r * ldc, m0, c0[r]);
+      _mm256_maskstore_ps(c + r * ldc + 8, m1, c1[r]);
+    }
+  }
+};
+
+void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
+          std::size_t ldb, float* c, std::size_t ldc, bool accumulate) {
+  gemm_blocking::run<16>(m, n, k, a, lda, b, ldb, c, ldc, accumulate,
+                         [](int mr, std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                            float* c, std::size_t ldc, std::size_t cols, bool load_c) {
+                           gemm_blocking::dispatch_rows<Tile>(mr, kc, a, lda, b, ldb, c, ldc, cols, load_c);
+                         });
+}
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16};
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm};
   return k;
 }
 

@@ -74,4 +74,18 @@ inline void axpy_bf16(float a, const std::uint16_t* x, float* y, std::size_t n) 
   for (std::size_t i = 0; i < n; ++i) y[i] += a * from_bf16(x[i]);
 }
 
+inline void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
+                 std::size_t ldb, float* c, std::size_t ldc, bool accumulate) {
+  for (std::size_t i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    if (!accumulate)
+      for (std::size_t j = 0; j < n; ++j) ci[j] = 0.0f;
+    for (std::size_t p = 0; p < k; ++p) {
+      const float aip = a[i * lda + p];
+      const float* bp = b + p * ldb;
+      for (std::size_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
+    }
+  }
+}
+
 }  // namespace slide::scalar_ops

@@ -115,6 +115,42 @@ def test_bf16_dot_and_axpy(level, n):
                                atol=1e-6)
 
 
+GEMM_SIZES = [1, 15, 16, 17, 31, 33, 127, 129]
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("m", [1, 5, 6, 7, 13])
+@pytest.mark.parametrize("n", GEMM_SIZES)
+@pytest.mark.parametrize("k", [0, 1, 17, 129, 300])
+def test_gemm(level, m, n, k):
+    """Every level against the scalar code and against float64, fresh and accumulating; k = 300
+    crosses the 256-deep cache block, n = 129 a 32-wide tile edge, m = 7 and 13 a 6-row strip."""
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    exact = a.astype(np.float64) @ b
+    tol = 1e-5 * np.sqrt(k + 1)
+    for accumulate in (False, True):
+        ref, got = c0.copy(), c0.copy()
+        _core._kernel_gemm("scalar", a, b, ref, accumulate)
+        _core._kernel_gemm(level, a, b, got, accumulate)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
+        np.testing.assert_allclose(ref, exact + (c0 if accumulate else 0), rtol=1e-4, atol=10 * tol)
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("n", [1, 15, 17, 33])
+def test_gemm_writes_nothing_past_the_last_column(level, n):
+    """A tile narrower than the register width is masked: C's columns beyond n keep their values."""
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal((7, 9)).astype(np.float32), rng.standard_normal((9, n)).astype(np.float32)
+    c = np.full((7, n + 40), 5.0, np.float32)
+    _core._kernel_gemm(level, a, b, c, False)
+    np.testing.assert_allclose(c[:, :n], a @ b, rtol=1e-5, atol=1e-5)
+    assert (c[:, n:] == 5.0).all()
+
+
 def test_unknown_level_is_a_value_error():
     with pytest.raises(ValueError, match="unknown SIMD level"):
         _core._kernel_dot("avx9000", np.ones(3, np.float32), np.ones(3, np.float32))

@@ -1,0 +1,52 @@
+// The cache blocking shared by every level's GEMM (BLIS-style loop order without packing): a
+// KC x NC panel of B stays in L2 while MR-row strips of A sweep it, and an ISA-specific
+// micro-kernel keeps an MR x NR tile of C in registers over one KC step.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+
+namespace slide::gemm_blocking {
+
+inline constexpr std::size_t kPanelCols = 256;   // NC
+inline constexpr std::size_t kPanelDepth = 256;  // KC
+inline constexpr int kRows = 6;                  // MR
+
+// `micro(mr, kc, a, lda, b, ldb, c, ldc, cols, load_c)` computes an mr x cols tile (cols <= NR),
+// starting from C when load_c and from zero otherwise.
+template <std::size_t NR, class Micro>
+void run(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
+         std::size_t ldb, float* c, std::size_t ldc, bool accumulate, Micro micro) {
+  if (k == 0) {
+    if (!accumulate)
+      for (std::size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  for (std::size_t jc = 0; jc < n; jc += kPanelCols) {
+    const std::size_t nc = std::min(kPanelCols, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += kPanelDepth) {
+      const std::size_t kc = std::min(kPanelDepth, k - pc);
+      const bool load_c = accumulate || pc > 0;
+      for (std::size_t ic = 0; ic < m; ic += kRows) {
+        const int mr = static_cast<int>(std::min<std::size_t>(kRows, m - ic));
+        for (std::size_t jr = 0; jr < nc; jr += NR)
+          micro(mr, kc, a + ic * lda + pc, lda, b + pc * ldb + jc + jr, ldb, c + ic * ldc + jc + jr, ldc,
+                std::min(NR, nc - jr), load_c);
+      }
+    }
+  }
+}
+
+// Turns a run-time row count into the micro-kernel template instance.
+template <template <int> class Tile, class... Args>
+inline void dispatch_rows(int mr, Args... args) {
+  switch (mr) {
+    case 6: Tile<6>::run(args...); break;
+    case 5: Tile<5>::run(args...); break;
+    case 4: Tile<4>::run(args...); break;
+    case 3: Tile<3>::run(args...); break;
+    case 2: Tile<2>::run(args...); break;
+    default: Tile<1>::run(args...); break;
+  }
+}
+
+}  // namespace slide::gemm_blocking
