@@ -61,6 +61,14 @@ void bind_simd(py::module_& m) {
     SLIDE_REQUIRE(x.size() == y.size(), "length mismatch");
     level_kernels(level).axpy_bf16(alpha, x.data(), y.mutable_data(), x.size());
   });
+  m.def("_kernel_max_value", [](const std::string& level, const F& x) {
+    return level_kernels(level).max_value(x.data(), x.size());
+  });
+  m.def("_kernel_exp_sum", [](const std::string& level, const F& x, float shift) {
+    F y(x.size());
+    const float sum = level_kernels(level).exp_sum(x.data(), y.mutable_data(), x.size(), shift);
+    return py::make_tuple(y, sum);
+  });
   m.def("_kernel_gemm", [](const std::string& level, const F& a, const F& b, F c, bool accumulate) {
     SLIDE_REQUIRE(a.ndim() == 2 && b.ndim() == 2 && c.ndim() == 2, "gemm takes 2-d arrays");
     // C may be wider than B: its extra columns must come back untouched.

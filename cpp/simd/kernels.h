@@ -43,6 +43,11 @@ struct Kernels {
   // dimensions. Each C element sums its k products in order, so levels differ only by FMA rounding.
   void (*gemm)(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
                std::size_t ldb, float* c, std::size_t ldc, bool accumulate);
+  // Softmax over an active set: the largest value (-inf for n = 0; NaN if any is NaN), and
+  // y = exp(x - shift) returning the sum of y (y may be x). The wide levels use a polynomial
+  // within 2 ulp of libm's expf; results below 2^-126 may flush to zero.
+  float (*max_value)(const float* x, std::size_t n);
+  float (*exp_sum)(const float* x, float* y, std::size_t n, float shift);
 };
 
 const Kernels& kernels();                        // the chosen level, fixed for the process

@@ -165,10 +165,65 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
                          });
 }
 
+float max_value(const float* x, std::size_t n) {
+  __m256 m = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = _mm256_max_ps(m, v);
+  }
+  if (_mm256_movemask_ps(nan)) return NAN;
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float best = scalar_ops::max_value(x + i, n - i);
+  if (std::isnan(best)) return best;
+  for (float v : lanes) best = v > best ? v : best;
+  return best;
+}
+
+// As the AVX-512 level, but 2^n is built in the exponent bits, as 2^(n/2) * 2^(n - n/2) so that
+// n = 128 (x near 88.7) stays finite; the ends are set afterwards (inf above, zero below).
+inline __m256 exp_ps(__m256 x) {
+  const __m256 big = _mm256_cmp_ps(x, _mm256_set1_ps(88.7228f), _CMP_GT_OQ);
+  const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3365f), _CMP_LT_OQ);
+  const __m256 xc = _mm256_min_ps(_mm256_set1_ps(88.7228f), _mm256_max_ps(_mm256_set1_ps(-87.3365f), x));  // NaN passes
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 e2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, e1), e2);
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), big);
+  return _mm256_andnot_ps(tiny, y);
+}
+
+float exp_sum(const float* x, float* y, std::size_t n, float shift) {
+  const __m256 s = _mm256_set1_ps(shift);
+  __m256 acc = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    _mm256_storeu_ps(y + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  return hsum(acc) + scalar_ops::exp_sum(x + i, y + i, n - i, shift);
+}
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm};
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum};
   return k;
 }
 

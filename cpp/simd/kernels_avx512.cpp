@@ -2,6 +2,8 @@
 // Tails use masked loads, so no length needs padding.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "simd/gemm_blocking.h"
 #include "simd/kernels.h"
 
@@ -164,10 +166,52 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
                          });
 }
 
+float max_value(const float* x, std::size_t n) {
+  __m512 m = _mm512_set1_ps(-INFINITY);
+  __mmask16 nan = 0;
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    nan |= _mm512_mask_cmp_ps_mask(k, v, v, _CMP_UNORD_Q);
+    m = _mm512_mask_max_ps(m, k, m, v);
+  }
+  return nan ? NAN : _mm512_reduce_max_ps(m);
+}
+
+// exp(x) = 2^n * exp(r), r = x - n ln2 in [-ln2/2, ln2/2], exp(r) by Cephes' expf polynomial;
+// vscalefps applies 2^n with the right overflow to inf and underflow to zero.
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));  // NaN passes
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+float exp_sum(const float* x, float* y, std::size_t n, float shift) {
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512 acc = _mm512_setzero_ps();
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), s));
+    _mm512_mask_storeu_ps(y + i, k, e);
+    acc = _mm512_mask_add_ps(acc, k, acc, e);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
 }  // namespace
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm};
+  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum};
   return k;
 }
 

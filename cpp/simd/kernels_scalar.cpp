@@ -5,7 +5,7 @@ namespace slide {
 
 const Kernels& scalar_kernels() {
   using namespace scalar_ops;
-  static const Kernels k{SimdLevel::kScalar, "scalar", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm};
+  static const Kernels k{SimdLevel::kScalar, "scalar", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum};
   return k;
 }
 

@@ -88,4 +88,22 @@ inline void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, st
   }
 }
 
+inline float max_value(const float* x, std::size_t n) {
+  float m = -INFINITY;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) return x[i];
+    m = x[i] > m ? x[i] : m;
+  }
+  return m;
+}
+
+inline float exp_sum(const float* x, float* y, std::size_t n, float shift) {
+  float sum = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = std::exp(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
+
 }  // namespace slide::scalar_ops

@@ -198,3 +198,41 @@ def test_training_with_scalar_kernels_lands_in_the_same_band():
         results[name] = float(p1)
     assert min(results.values()) > 0.2, results
     assert max(results.values()) - min(results.values()) <= 0.03, results
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", [*LENGTHS, 4096])
+def test_softmax_max_and_exp_sum(level, n):
+    """The softmax kernels against libm (the scalar level) within a few ulp, over the whole float
+    range that matters: deep underflow, the overflow edge, and the usual logits."""
+    rng = np.random.default_rng(n)
+    x = np.concatenate([rng.uniform(-110, 95, n // 2), rng.standard_normal(n - n // 2) * 5]).astype(np.float32)
+    rng.shuffle(x)
+    assert _core._kernel_max_value(level, x) == _core._kernel_max_value("scalar", x) == x.max()
+    for shift in (0.0, float(x.max()), -3.5):
+        y_ref, s_ref = _core._kernel_exp_sum("scalar", x, shift)
+        y, s = _core._kernel_exp_sum(level, x, shift)
+        exact = np.exp((x - np.float32(shift)).astype(np.float64))  # the subtraction rounds in fp32 first
+        finite = exact < 3.4e38
+        # 2^-126 and below may flush to zero; above that, a few ulp of the exact value.
+        normal = finite & (exact > 1.2e-38)
+        np.testing.assert_allclose(y[normal], exact[normal], rtol=4e-7)
+        np.testing.assert_allclose(y_ref[normal], exact[normal], rtol=4e-7)
+        assert (y[exact < 1.2e-38] <= 1.2e-38).all()
+        assert np.isinf(y[~finite]).all() and np.isinf(y_ref[~finite]).all()
+        assert s == pytest.approx(s_ref, rel=1e-5 * np.sqrt(n))
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+def test_softmax_kernels_on_nan_inf_and_empty(level):
+    assert _core._kernel_max_value(level, np.array([], np.float32)) == -np.inf
+    for n in (5, 40):
+        x = np.zeros(n, np.float32)
+        x[n - 2] = np.nan
+        assert np.isnan(_core._kernel_max_value(level, x))
+        y, s = _core._kernel_exp_sum(level, x, 0.0)
+        assert np.isnan(y[n - 2]) and np.isnan(s) and (np.delete(y, n - 2) == 1.0).all()
+        x = np.full(n, -np.inf, np.float32)
+        x[0] = 0.0
+        y, s = _core._kernel_exp_sum(level, x, 0.0)
+        assert y[0] == 1.0 and (y[1:] == 0.0).all() and s == 1.0
