@@ -36,6 +36,11 @@ class LSHConfig:
         batch_negatives: during training, also score this many labels drawn from the union of the
             batch's labels. Popular labels appear there in proportion to their frequency, which
             stops them from drifting up for everyone (0 = off, as in SLIDE).
+        batch_active: 0 trains SLIDE's way, each sample with its own active set. N > 0 makes the
+            batch share one: all of the batch's labels, the N candidates its samples' buckets
+            returned most often, and random neurons up to ``min_active``. The output layer then
+            trains as three matrix products per batch (hard negatives at GEMM speed); hidden
+            layers must be dense. ``max_active`` and ``batch_negatives`` do not apply.
         rehash_every: samples between re-inserting neurons whose weights changed.
         rebuild_every: samples between drawing new hash functions and rebuilding the tables.
         rehash_min_updates: a rehash re-inserts only neurons updated at least this many times since
@@ -56,6 +61,7 @@ class LSHConfig:
     min_active: int = 0
     max_active: int = 0
     batch_negatives: int = 64
+    batch_active: int = 0
     rehash_every: int = 6400
     rebuild_every: int = 128_000
     rehash_min_updates: int = 4
@@ -77,7 +83,7 @@ class LSHConfig:
         c.family = getattr(_core.HashKind, self.family)
         c.policy = getattr(_core.BucketPolicy, self.bucket_policy)
         for name in ("k", "l", "range_bits", "bin_size", "bucket_size", "minhash_topk", "min_active",
-                     "max_active", "batch_negatives", "rehash_every", "rebuild_every", "rehash_min_updates"):
+                     "max_active", "batch_negatives", "batch_active", "rehash_every", "rebuild_every", "rehash_min_updates"):
             setattr(c, name, int(getattr(self, name)))
         c.simhash_density = float(self.simhash_density)
         c.schedule_growth = float(self.schedule_growth)

@@ -38,6 +38,7 @@ void validate(const LshConfig& c, int dim, std::uint32_t num_neurons) {
                 "lsh.minhash_topk must be in [0, " << dim << "], got " << c.minhash_topk);
   SLIDE_REQUIRE(c.min_active >= 0, "lsh.min_active must be >= 0, got " << c.min_active);
   SLIDE_REQUIRE(c.batch_negatives >= 0, "lsh.batch_negatives must be >= 0, got " << c.batch_negatives);
+  SLIDE_REQUIRE(c.batch_active >= 0, "lsh.batch_active must be >= 0, got " << c.batch_active);
   SLIDE_REQUIRE(c.max_active >= 0, "lsh.max_active must be >= 0, got " << c.max_active);
   SLIDE_REQUIRE(c.rehash_every >= 1, "lsh.rehash_every must be >= 1 sample, got " << c.rehash_every);
   SLIDE_REQUIRE(c.rebuild_every >= 1, "lsh.rebuild_every must be >= 1 sample, got " << c.rebuild_every);

@@ -21,6 +21,9 @@ struct LshConfig {
   int min_active = 0;        // top up the active set with random neurons to this size
   int max_active = 0;        // keep at most this many (most frequent candidates first); 0 = all
   int batch_negatives = 64;  // per sample, this many labels drawn from the batch's label union
+  // > 0: the batch shares one active set (its labels, this many LSH candidates, top-up to
+  // min_active) and trains as matrix products; 0: SLIDE's per-sample active sets.
+  int batch_active = 0;
   std::int64_t rehash_every = 6400;     // samples between re-inserting changed neurons
   std::int64_t rebuild_every = 128000;  // samples between drawing new hash functions
   int rehash_min_updates = 4;           // re-hash a neuron once it has had this many optimizer updates

@@ -71,15 +71,50 @@ std::size_t Network::memory_bytes() const {
   return total;
 }
 
-void Network::infer(ThreadState& ts, const SampleView& s, Mode mode, int min_active, Rng& rng) {
+const Activations& Network::forward_hidden(ThreadState& ts, const SampleView& s, Mode mode, Rng& rng) {
   input.forward(s, ts.hidden0);
   const Activations* in = &ts.hidden0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const bool last = i + 1 == layers.size();
-    layers[i].forward(*in, ts.layers[i], mode, last ? s.labels : nullptr, last ? s.num_labels : 0,
-                      last ? pool_ : NegativePool{}, last ? min_active : 0, rng);
+  for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
+    layers[i].forward(*in, ts.layers[i], mode, nullptr, 0, NegativePool{}, 0, rng);
     in = &ts.layers[i].out;
   }
+  return *in;
+}
+
+Activations& Network::top_hidden(ThreadState& ts) {
+  return layers.size() == 1 ? ts.hidden0 : ts.layers[layers.size() - 2].out;
+}
+
+bool Network::trains_shared_batches() const {
+  for (std::size_t i = 0; i + 1 < layers.size(); ++i)
+    if (layers[i].sampled()) return false;  // per-sample active sets below: keep per-sample training
+  const FcLayer& out = layers.back();
+  return !out.sampled() || out.index()->config().batch_active > 0;
+}
+
+BatchWorkspace& Network::batch_workspace() {
+  if (!workspace_) workspace_ = std::make_unique<BatchWorkspace>();
+  return *workspace_;
+}
+
+void Network::infer(ThreadState& ts, const SampleView& s, Mode mode, int min_active, Rng& rng) {
+  const Activations& in = forward_hidden(ts, s, mode, rng);
+  layers.back().forward(in, ts.layers.back(), mode, s.labels, s.num_labels, pool_, min_active, rng);
+}
+
+void Network::backward_hidden(ThreadState& ts, const SampleView& s) {
+  auto relu_backward = [](Activations& a) {
+    for (std::uint32_t p = 0; p < a.count; ++p)
+      if (a.values[p] <= 0.0f) a.delta[p] = 0.0f;
+  };
+  for (std::size_t i = layers.size() - 1; i-- > 0;) {  // the hidden FC layers, top down
+    relu_backward(ts.layers[i].out);
+    Activations& in = i == 0 ? ts.hidden0 : ts.layers[i - 1].out;
+    std::fill(in.delta.begin(), in.delta.begin() + in.count, 0.0f);
+    layers[i].backward(in, ts.layers[i], /*input_delta=*/true);
+  }
+  relu_backward(ts.hidden0);
+  input.backward(s, ts.hidden0.delta.data(), ts.input_touched);
 }
 
 float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
@@ -123,15 +158,10 @@ float Network::train_sample(ThreadState& ts, const SampleView& s) {
   }
   ts.active += out.count;
 
-  // Backward through the fully connected layers, then the embedding.
-  for (std::size_t i = layers.size(); i-- > 0;) {
-    Activations& in = i == 0 ? ts.hidden0 : ts.layers[i - 1].out;
-    std::fill(in.delta.begin(), in.delta.begin() + in.count, 0.0f);
-    layers[i].backward(in, ts.layers[i], /*input_delta=*/true);
-    for (std::uint32_t p = 0; p < in.count; ++p)  // ReLU'
-      if (in.values[p] <= 0.0f) in.delta[p] = 0.0f;
-  }
-  input.backward(s, ts.hidden0.delta.data(), ts.input_touched);
+  Activations& in = top_hidden(ts);
+  std::fill(in.delta.begin(), in.delta.begin() + in.count, 0.0f);
+  layers.back().backward(in, top, /*input_delta=*/true);
+  backward_hidden(ts, s);
   ++ts.samples;
   return static_cast<float>(loss / s.num_labels);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/sparse_view.h"
+#include "nn/batch_workspace.h"
 #include "nn/fc_layer.h"
 #include "nn/input_layer.h"
 #include "nn/network_config.h"
@@ -23,6 +24,12 @@ class Network {
   // Forward only; the output layer's activations are left in ts.layers.back().out.
   // `rng` feeds the random top-up of sampled layers.
   void infer(ThreadState& ts, const SampleView& s, Mode mode, int min_active, Rng& rng);
+  // The input layer and the hidden FC layers (all but the output); returns the top hidden activations.
+  const Activations& forward_hidden(ThreadState& ts, const SampleView& s, Mode mode, Rng& rng);
+  Activations& top_hidden(ThreadState& ts);
+  // Back-propagates from top_hidden(ts).delta (dL/d its values) through ReLU, the hidden FC layers
+  // and the embedding, accumulating their gradients. Needs the activations of forward_hidden.
+  void backward_hidden(ThreadState& ts, const SampleView& s);
   // Softmax cross-entropy of the output activations against the labels (dense or active set).
   float loss_of(const ThreadState& ts, const SampleView& s) const;
 
@@ -43,6 +50,10 @@ class Network {
   int threads() const { return config_.threads; }
   ThreadState& state(int t) { return *states_[t]; }
   std::size_t memory_bytes() const;
+  // Trains the output layer per batch as matrix products (train/shared_batch.cpp) rather than per
+  // sample: a dense output layer, or a sampled one with lsh.batch_active > 0.
+  bool trains_shared_batches() const;
+  BatchWorkspace& batch_workspace();
 
   InputLayer input;
   std::vector<FcLayer> layers;
@@ -58,6 +69,7 @@ class Network {
   std::vector<std::uint32_t> batch_labels_;
   std::vector<std::uint8_t> in_batch_;  // output-width marks, reset after each batch
   NegativePool pool_;
+  std::unique_ptr<BatchWorkspace> workspace_;
 };
 
 }  // namespace slide

@@ -13,11 +13,19 @@ void validate(const NetworkConfig& c) {
   SLIDE_REQUIRE(o.beta1 >= 0.0f && o.beta1 < 1.0f, "beta1 must be in [0, 1), got " << o.beta1);
   SLIDE_REQUIRE(o.beta2 >= 0.0f && o.beta2 < 1.0f, "beta2 must be in [0, 1), got " << o.beta2);
   SLIDE_REQUIRE(o.eps > 0.0f, "eps must be > 0, got " << o.eps);
+  bool sampled_hidden = false;
+  for (std::size_t i = 0; i + 1 < c.layers.size(); ++i) sampled_hidden |= c.layers[i].sampled;
   std::uint32_t prev = 0;
   for (std::size_t i = 0; i < c.layers.size(); ++i) {
     const LayerConfig& l = c.layers[i];
     SLIDE_REQUIRE(l.size >= 1, "layer " << i << " must have at least one neuron");
     if (l.sampled) validate(l.lsh, static_cast<int>(prev), l.size);
+    const bool output = i + 1 == c.layers.size();
+    SLIDE_REQUIRE(!l.sampled || l.lsh.batch_active == 0 || output,
+                  "layer " << i << ": lsh.batch_active (a batch-shared active set) is for the output layer only");
+    SLIDE_REQUIRE(!(output && l.sampled && l.lsh.batch_active > 0 && sampled_hidden),
+                  "lsh.batch_active needs dense hidden layers: a batch-shared output layer trains as one matrix "
+                  "product over the batch's hidden activations");
     prev = l.size;
   }
 }

@@ -3,11 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <exception>
 #include <vector>
 
 #include "common/rng.h"
 #include "simd/kernels.h"
+#include "train/parallel_rows.h"
 #include "train/top_k.h"
 
 namespace slide {
@@ -54,25 +54,6 @@ void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t r
   TopK best(k);
   for (std::uint32_t p = 0; p < out.count; ++p) best.push(static_cast<std::int32_t>(out.id(p)), out.values[p]);
   best.write(ids + row * k, scores + row * k);
-}
-
-template <class Body>
-void parallel_rows(Network& net, std::int64_t count, std::int64_t chunk, Body body) {
-  std::exception_ptr error;
-#pragma omp parallel num_threads(net.threads())
-  {
-    ThreadState& ts = net.state(omp_get_thread_num());
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < (count + chunk - 1) / chunk; ++c) {
-      try {
-        body(ts, c * chunk, std::min(count, (c + 1) * chunk));
-      } catch (...) {
-#pragma omp critical(slide_infer_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// The batch loop: the samples of a batch are spread over OpenMP threads (HOGWILD: shared weights,
-// no locks, per-thread state), then one optimizer step and the table schedule run. No exception
-// escapes the parallel region; the first one is rethrown after the threads join.
+// The batch loop: gradients for the batch, then one optimizer step and the table schedule. The
+// gradients come per sample, spread over OpenMP threads (HOGWILD: shared weights, no locks,
+// per-thread state), or for a batch-shared output layer as matrix products (shared_batch.h).
 #pragma once
 #include <cstdint>
 

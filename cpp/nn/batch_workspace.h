@@ -1,0 +1,30 @@
+// Buffers for training a batch's output layer as matrix products (train/shared_batch.cpp), kept by
+// the network between batches so a step allocates nothing once sizes settle. Row-major matrices
+// with 64-byte-aligned rows; B = samples with labels, K = top hidden width, C = output chunk.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nn/shared_active_set.h"
+
+namespace slide {
+
+struct BatchWorkspace {
+  std::vector<std::int64_t> rows;       // the batch's rows that have labels, in order
+  std::vector<float> hidden;            // B x ldh: top hidden activations
+  std::vector<float> hidden_delta;      // B x ldh: dL/d hidden
+  std::vector<std::uint32_t> buckets;   // B x L: each sample's bucket in every table
+  std::vector<std::uint32_t> labels;    // every label of the batch, repeats included
+  std::unique_ptr<SharedActiveSet> active;
+  std::vector<float> weights_t;         // K x ldc: the chunk's weight rows, transposed
+  std::vector<float> weights;           // C x ldh: the chunk's weight rows (sampled layers)
+  std::vector<float> bias;              // C
+  std::vector<float> logits;            // B x ldc: logits, then dL/dlogits
+  std::vector<float> logits_t;          // C x B: dL/dlogits transposed
+  std::vector<float> weight_grad;       // C x ldh (sampled layers)
+  std::vector<float> row_max, row_sum, loss;  // B: softmax statistics and per-sample loss
+  std::vector<float> scratch;           // threads x ldc: exponentials that are only summed
+};
+
+}  // namespace slide

@@ -1,0 +1,290 @@
+#include "train/shared_batch.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/aligned_array.h"
+#include "simd/kernels.h"
+#include "train/parallel_rows.h"
+
+namespace slide {
+
+namespace {
+
+// Output neurons per pass: B x kChunk logits (8 MB at B = 256) stay in the last-level cache.
+constexpr std::size_t kChunk = 8192;
+
+struct Range {
+  std::size_t begin, end;
+};
+
+// Part `t` of `parts` of [0, n), boundaries on multiples of `align` so GEMM tiles stay whole.
+Range share(std::size_t n, int parts, int t, std::size_t align) {
+  const std::size_t blocks = (n + align - 1) / align;
+  const std::size_t b0 = blocks * t / parts, b1 = blocks * (t + 1) / parts;
+  return {std::min(n, b0 * align), std::min(n, b1 * align)};
+}
+
+template <class Body>
+void on_threads(int threads, Body body) {
+#pragma omp parallel num_threads(threads)
+  body(omp_get_thread_num());
+}
+
+class SharedBatch {
+ public:
+  SharedBatch(Network& net, const CsrFloat& x, const CsrIds& y)
+      : net_(net),
+        w_(net.batch_workspace()),
+        out_(net.layers.back()),
+        p_(out_.params),
+        x_(x),
+        y_(y),
+        k_(kernels()),
+        T_(net.threads()),
+        K_(p_.cols),
+        ldh_(padded_stride(p_.cols)) {}
+
+  BatchStats run(const std::int64_t* rows, std::int64_t count) {
+    BatchStats stats;
+    w_.rows.clear();
+    for (std::int64_t i = 0; i < count; ++i)  // a sample without labels has nothing to learn
+      if (y_.indptr[rows[i] + 1] > y_.indptr[rows[i]]) w_.rows.push_back(rows[i]);
+    B_ = w_.rows.size();
+    if (B_ == 0) return stats;
+    hidden_forward();
+    stats.retrieved = static_cast<std::int64_t>(choose_outputs()) * static_cast<std::int64_t>(B_);
+    output_gradients();
+    hidden_backward();
+    stats.samples = static_cast<std::int64_t>(B_);
+    stats.active = static_cast<std::int64_t>(N_ * B_);
+    for (std::size_t b = 0; b < B_; ++b) stats.loss += w_.loss[b];
+    return stats;
+  }
+
+ private:
+  std::uint32_t neuron(std::size_t position) const {
+    return ids_ ? ids_[position] : static_cast<std::uint32_t>(position);
+  }
+
+  // Per sample: the layers below the output, and (sampled output) the sample's buckets.
+  void hidden_forward() {
+    w_.hidden.assign(B_ * ldh_, 0.0f);
+    const int L = out_.sampled() ? out_.index()->config().l : 0;
+    w_.buckets.resize(B_ * L);
+    parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const Activations& h = net_.forward_hidden(ts, sample_at(x_, &y_, w_.rows[b]), Mode::kTrain, ts.rng);
+        float* hb = &w_.hidden[b * ldh_];
+        std::copy(h.values.begin(), h.values.begin() + K_, hb);
+        if (L) out_.index()->family().buckets(hb, &w_.buckets[b * L], ts.layers.back().hash);
+      }
+    });
+  }
+
+  // The shared output neurons; returns how many candidates the tables retrieved.
+  std::uint32_t choose_outputs() {
+    if (!out_.sampled()) {
+      ids_ = nullptr;
+      N_ = p_.rows;
+      return 0;
+    }
+    w_.labels.clear();
+    for (std::int64_t r : w_.rows)
+      for (std::int64_t q = y_.indptr[r]; q < y_.indptr[r + 1]; ++q)
+        w_.labels.push_back(static_cast<std::uint32_t>(y_.indices[q]));
+    if (!w_.active) w_.active = std::make_unique<SharedActiveSet>(p_.rows);
+    const LshConfig& c = out_.index()->config();
+    const std::uint32_t retrieved =
+        w_.active->build(out_.index()->tables(), w_.buckets.data(), B_, w_.labels,
+                         static_cast<std::size_t>(c.batch_active), static_cast<std::size_t>(c.min_active),
+                         net_.state(0).rng);
+    ids_ = w_.active->ids().data();
+    N_ = w_.active->ids().size();
+    return retrieved;
+  }
+
+  // Logits of output positions [c0, c0 + nc) for every sample, bias included, into w_.logits.
+  void chunk_logits(std::size_t c0, std::size_t nc) {
+    const bool gather = ids_ != nullptr;
+    on_threads(T_, [&](int t) {
+      const Range r = share(nc, T_, t, 16);
+      for (std::size_t n = r.begin; n < r.end; ++n) {
+        const std::uint32_t j = neuron(c0 + n);
+        const float* row = p_.row(j);
+        if (gather) std::copy(row, row + K_, &w_.weights[n * ldh_]);
+        for (std::size_t q = 0; q < K_; ++q) w_.weights_t[q * ldc_ + n] = row[q];
+        w_.bias[n] = p_.bias[j];
+      }
+    });
+    on_threads(T_, [&](int t) {
+      const Range r = share(nc, T_, t, 32);
+      if (r.end > r.begin)
+        k_.gemm(B_, r.end - r.begin, K_, w_.hidden.data(), ldh_, &w_.weights_t[r.begin], ldc_, &w_.logits[r.begin],
+                ldc_, false);
+    });
+    on_threads(T_, [&](int t) {
+      const Range r = share(B_, T_, t, 1);
+      for (std::size_t b = r.begin; b < r.end; ++b) k_.axpy(1.0f, w_.bias.data(), &w_.logits[b * ldc_], nc);
+    });
+  }
+
+  // Folds a chunk into each sample's running max and sum of exp (online softmax). With one chunk
+  // (`keep_exp`) the exponentials stay in the logits buffer for the gradient.
+  void accumulate_normalisers(std::size_t nc, bool keep_exp) {
+    on_threads(T_, [&](int t) {
+      const Range r = share(B_, T_, t, 1);
+      for (std::size_t b = r.begin; b < r.end; ++b) {
+        float* z = &w_.logits[b * ldc_];
+        const float m = std::max(w_.row_max[b], k_.max_value(z, nc));
+        const float sum = k_.exp_sum(z, keep_exp ? z : w_.scratch.data() + t * ldc_, nc, m);
+        w_.row_sum[b] = w_.row_sum[b] * std::exp(w_.row_max[b] - m) + sum;
+        w_.row_max[b] = m;
+      }
+    });
+  }
+
+  // One chunk's logits (or, with `have_exp`, their exp(z - row max)) -> dL/dlogits in place:
+  // softmax minus the target, which spreads 1/|labels| over the sample's labels. Adds the labels'
+  // share of the loss.
+  void chunk_softmax_gradient(std::size_t c0, std::size_t nc, bool have_exp) {
+    on_threads(T_, [&](int t) {
+      const Range r = share(B_, T_, t, 1);
+      for (std::size_t b = r.begin; b < r.end; ++b) {
+        float* z = &w_.logits[b * ldc_];
+        if (have_exp) {
+          const float inv = 1.0f / w_.row_sum[b];
+          for (std::size_t n = 0; n < nc; ++n) z[n] *= inv;
+        } else {
+          k_.exp_sum(z, z, nc, w_.row_max[b] + std::log(w_.row_sum[b]));
+        }
+        const std::int64_t r0 = y_.indptr[w_.rows[b]], r1 = y_.indptr[w_.rows[b] + 1];
+        const float target = 1.0f / static_cast<float>(r1 - r0);
+        for (std::int64_t q = r0; q < r1; ++q) {
+          const std::uint32_t label = static_cast<std::uint32_t>(y_.indices[q]);
+          const std::uint32_t pos = ids_ ? w_.active->position(label) : label;
+          if (pos < c0 || pos >= c0 + nc) continue;
+          w_.loss[b] -= target * std::log(std::max(z[pos - c0], 1e-30f));
+          z[pos - c0] -= target;
+        }
+      }
+    });
+  }
+
+  // dL/dhidden += G W, and the chunk's weight and bias gradients G^T H.
+  void chunk_backward(std::size_t c0, std::size_t nc) {
+    const bool gathered = ids_ != nullptr;
+    const float* wa = gathered ? w_.weights.data() : p_.row(static_cast<std::uint32_t>(c0));
+    const std::size_t ldw = gathered ? ldh_ : p_.stride;
+    on_threads(T_, [&](int t) {
+      const Range r = share(B_, T_, t, 1);
+      if (r.end > r.begin)
+        k_.gemm(r.end - r.begin, K_, nc, &w_.logits[r.begin * ldc_], ldc_, wa, ldw, &w_.hidden_delta[r.begin * ldh_],
+                ldh_, c0 > 0);
+    });
+    on_threads(T_, [&](int t) {  // G^T, so the weight gradient is a plain product too
+      const Range r = share(nc, T_, t, 16);
+      for (std::size_t n = r.begin; n < r.end; ++n)
+        for (std::size_t b = 0; b < B_; ++b) w_.logits_t[n * B_ + b] = w_.logits[b * ldc_ + n];
+    });
+    on_threads(T_, [&](int t) {
+      const Range r = share(nc, T_, t, 6);
+      if (r.end == r.begin) return;
+      const float* gt = &w_.logits_t[r.begin * B_];
+      if (!gathered) {  // rows of a dense layer are contiguous: accumulate in place
+        k_.gemm(r.end - r.begin, K_, B_, gt, B_, w_.hidden.data(), ldh_, p_.grad_row(static_cast<std::uint32_t>(c0 + r.begin)),
+                p_.stride, true);
+      } else {
+        k_.gemm(r.end - r.begin, K_, B_, gt, B_, w_.hidden.data(), ldh_, &w_.weight_grad[r.begin * ldh_], ldh_, false);
+      }
+      std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
+      for (std::size_t n = r.begin; n < r.end; ++n) {
+        const std::uint32_t j = neuron(c0 + n);
+        const float* g = &w_.logits_t[n * B_];
+        float db = 0.0f;
+        for (std::size_t b = 0; b < B_; ++b) db += g[b];
+        p_.bias_grad[j] += db;
+        if (!gathered) continue;
+        k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
+        if (p_.claim(j)) {
+          touched.push_back(j);
+          out_.index()->mark_updated(j);
+        }
+      }
+    });
+  }
+
+  void output_gradients() {
+    const std::size_t chunk = std::min(N_, kChunk);
+    ldc_ = padded_stride(chunk);
+    w_.logits.resize(B_ * ldc_);
+    w_.logits_t.resize(chunk * B_);
+    w_.weights_t.resize(K_ * ldc_);
+    w_.bias.resize(chunk);
+    if (ids_) {
+      w_.weights.resize(chunk * ldh_);
+      w_.weight_grad.resize(chunk * ldh_);
+    }
+    w_.hidden_delta.assign(B_ * ldh_, 0.0f);
+    w_.row_max.assign(B_, -std::numeric_limits<float>::infinity());
+    w_.row_sum.assign(B_, 0.0f);
+    w_.loss.assign(B_, 0.0f);
+    const bool one_pass = N_ <= chunk;
+    if (!one_pass) {
+      w_.scratch.resize(static_cast<std::size_t>(T_) * ldc_);
+      for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
+        chunk_logits(c0, std::min(chunk, N_ - c0));
+        accumulate_normalisers(std::min(chunk, N_ - c0), false);
+      }
+    }
+    for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
+      const std::size_t nc = std::min(chunk, N_ - c0);
+      chunk_logits(c0, nc);
+      if (one_pass) accumulate_normalisers(nc, true);
+      chunk_softmax_gradient(c0, nc, one_pass);
+      chunk_backward(c0, nc);
+    }
+  }
+
+  // Per sample, from dL/dhidden down through the hidden layers and the embedding.
+  void hidden_backward() {
+    const bool recompute = net_.layers.size() > 1;  // a thread state holds one sample's activations
+    parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const SampleView s = sample_at(x_, &y_, w_.rows[b]);
+        if (recompute) net_.forward_hidden(ts, s, Mode::kTrain, ts.rng);
+        Activations& top = net_.top_hidden(ts);
+        if (!recompute) {
+          top.set_dense(static_cast<std::uint32_t>(K_));
+          std::copy(&w_.hidden[b * ldh_], &w_.hidden[b * ldh_] + K_, top.values.begin());
+        }
+        std::copy(&w_.hidden_delta[b * ldh_], &w_.hidden_delta[b * ldh_] + K_, top.delta.begin());
+        net_.backward_hidden(ts, s);
+      }
+    });
+  }
+
+  Network& net_;
+  BatchWorkspace& w_;
+  FcLayer& out_;
+  Parameters& p_;
+  const CsrFloat& x_;
+  const CsrIds& y_;
+  const Kernels& k_;
+  const int T_;
+  const std::size_t K_, ldh_;
+  std::size_t B_ = 0, N_ = 0, ldc_ = 0;
+  const std::uint32_t* ids_ = nullptr;
+};
+
+}  // namespace
+
+BatchStats shared_batch_gradients(Network& net, const CsrFloat& x, const CsrIds& y, const std::int64_t* rows,
+                                  std::int64_t count) {
+  return SharedBatch(net, x, y).run(rows, count);
+}
+
+}  // namespace slide
