@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from . import _core
+from . import _core, memory
 from ._inputs import LabelsLike, as_features, as_labels
 from .config import LSHConfig
 from .metrics import ranking_report
@@ -21,6 +21,7 @@ from .schedules import Schedule, check_schedule, lr_multiplier
 log = logging.getLogger("slide")
 
 _DEFAULT_LSH = LSHConfig()
+_ESTIMATE_BATCH = 1024  # the batch size the workspace estimate allows for (fit's default is 128)
 
 
 def default_threads() -> int:
@@ -148,7 +149,11 @@ class Network:
         self.precision = precision
         self.threads, self.seed = int(threads), int(seed)
         self.interrupted = False
-        self._core = _core.Network(self._core_config())
+        config = self._core_config()
+        self.memory_estimate: dict[str, int] = dict(_core.estimate_memory(config, _ESTIMATE_BATCH))
+        memory.check_fits(self.memory_estimate, f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> "
+                                                f"{self.output_dim:,} network with {self.threads} threads")
+        self._core = _core.Network(config)
 
     # ----------------------------------------------------------------- configuration
     def _core_config(self) -> _core.NetworkConfig:

@@ -1,5 +1,7 @@
 // A zero-initialised, 64-byte aligned, move-only array: weight rows start on cache lines so the
-// SIMD kernels never split a load across two lines.
+// SIMD kernels never split a load across two lines. Large arrays are 2 MB aligned and asked for
+// transparent huge pages (madvise; never required): random row access into a weight matrix of
+// hundreds of MB otherwise misses the TLB on almost every row.
 #pragma once
 #include <cstddef>
 #include <cstdlib>
@@ -7,9 +9,15 @@
 #include <new>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace slide {
 
 inline constexpr std::size_t kAlignment = 64;
+inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+inline constexpr std::size_t kHugePageThreshold = std::size_t{8} << 20;  // smaller arrays gain little
 
 // Row stride (in floats) that keeps every row 64-byte aligned.
 inline std::size_t padded_stride(std::size_t n) { return (n + 15) / 16 * 16; }
@@ -33,9 +41,13 @@ class AlignedArray {
     data_ = nullptr;
     size_ = 0;
     if (n == 0) return;
-    std::size_t bytes = (n * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
+    const std::size_t align = n * sizeof(T) >= kHugePageThreshold ? kHugePage : kAlignment;
+    const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    data_ = static_cast<T*>(std::aligned_alloc(align, bytes));
     if (!data_) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (align == kHugePage) madvise(data_, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
+#endif
     std::memset(static_cast<void*>(data_), 0, bytes);
     size_ = n;
   }

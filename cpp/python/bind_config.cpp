@@ -1,4 +1,5 @@
 #include "lsh/lsh_config.h"
+#include "nn/memory_estimate.h"
 #include "nn/network_config.h"
 #include "python/bindings.h"
 
@@ -29,6 +30,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("min_active", &LshConfig::min_active)
       .def_readwrite("max_active", &LshConfig::max_active)
       .def_readwrite("batch_negatives", &LshConfig::batch_negatives)
+      .def_readwrite("batch_active", &LshConfig::batch_active)
       .def_readwrite("rehash_every", &LshConfig::rehash_every)
       .def_readwrite("rebuild_every", &LshConfig::rebuild_every)
       .def_readwrite("rehash_min_updates", &LshConfig::rehash_min_updates)
@@ -56,6 +58,12 @@ void bind_config(py::module_& m) {
       .def_readwrite("threads", &NetworkConfig::threads)
       .def_readwrite("seed", &NetworkConfig::seed)
       .def_readwrite("bf16_weights", &NetworkConfig::bf16_weights);
+  m.def("estimate_memory", [](const NetworkConfig& c, std::size_t batch_size) {
+    validate(c);
+    const MemoryEstimate e = estimate_memory(c, batch_size);
+    return py::dict(py::arg("parameters") = e.parameters, py::arg("lsh") = e.lsh, py::arg("scratch") = e.scratch,
+                    py::arg("total") = e.total());
+  });
 }
 
 }  // namespace slide::python

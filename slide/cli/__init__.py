@@ -27,10 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="slide: %(message)s")
+    logging.getLogger("slide.memory").setLevel(logging.INFO)  # the memory estimate, before allocating
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ValueError, OSError) as e:  # bad input, or a file that cannot be read or written
+    except (ValueError, OSError, MemoryError) as e:  # bad input, an unreadable/unwritable file, too little RAM
         print(f"slide: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,68 @@
+"""How much memory a network will take, and whether this machine has it, checked before anything
+is allocated: a configuration that cannot fit fails with a MemoryError that says why, instead of
+the kernel's OOM killer ending the process half-way through allocating."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger("slide.memory")  # the CLI shows its INFO lines: the estimate before allocation
+
+_CGROUP_FILES = (  # (limit, usage): cgroup v2, then v1
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+
+
+def _read_int(path: str) -> Optional[int]:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # "max" = no limit
+
+
+def available_bytes() -> tuple[Optional[int], str]:
+    """Memory this process can still take: MemAvailable from /proc/meminfo, lowered to the
+    cgroup's remaining limit when there is one. (None, reason) when neither can be read."""
+    best, source = None, "unknown"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                best, source = int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file, usage_file in _CGROUP_FILES:
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and usage is not None and limit < 1 << 60:
+            room = max(0, limit - usage)
+            if best is None or room < best:
+                best, source = room, f"the cgroup limit in {limit_file} less current usage"
+            break
+    return best, source
+
+
+def check_fits(estimate: dict, what: str) -> None:
+    """Log the estimate; raise MemoryError if it exceeds what is available. SLIDE_MEMORY_CHECK=0
+    turns the refusal into a warning (for machines that rely on swap or overcommit)."""
+    gib = 2**30
+    total = estimate["total"]
+    log.info("%s needs about %.2f GiB (parameters %.2f, LSH tables %.2f, scratch %.2f)", what, total / gib,
+             estimate["parameters"] / gib, estimate["lsh"] / gib, estimate["scratch"] / gib)
+    room, source = available_bytes()
+    if room is None or total <= room:
+        return
+    message = (f"{what} needs about {total / gib:.2f} GiB (parameters {estimate['parameters'] / gib:.2f}, "
+               f"LSH tables {estimate['lsh'] / gib:.2f}, scratch {estimate['scratch'] / gib:.2f}) but only "
+               f"{room / gib:.2f} GiB is available ({source}). Use fewer output neurons, a narrower hidden "
+               f"layer, fewer LSH tables (lsh.l), fewer threads or optimizer='sgd'; "
+               f"SLIDE_MEMORY_CHECK=0 allocates anyway.")
+    if os.environ.get("SLIDE_MEMORY_CHECK", "1") == "0":
+        warnings.warn(message, stacklevel=3)
+        return
+    raise MemoryError(message)
