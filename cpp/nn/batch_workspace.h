@@ -18,7 +18,7 @@ struct BatchWorkspace {
   std::vector<std::uint32_t> labels;    // every label of the batch, repeats included
   std::unique_ptr<SharedActiveSet> active;
   std::vector<float> weights_t;         // K x ldc: the chunk's weight rows, transposed
-  std::vector<float> weights;           // C x ldh: the chunk's weight rows (sampled layers)
+  std::vector<float> weights;           // C x ldh: the chunk's weight rows (gathered or widened from BF16)
   std::vector<float> bias;              // C
   std::vector<float> logits;            // B x ldc: logits, then dL/dlogits
   std::vector<float> logits_t;          // C x B: dL/dlogits transposed

@@ -115,7 +115,12 @@ class SharedBatch {
       for (std::size_t n = r.begin; n < r.end; ++n) {
         const std::uint32_t j = neuron(c0 + n);
         const float* row = p_.row(j);
-        if (gather) std::copy(row, row + K_, &w_.weights[n * ldh_]);
+        if (p_.has_bf16()) {  // precision="bf16": the passes read the rounded copy, as per sample
+          k_.from_bf16(p_.row_bf16(j), &w_.weights[n * ldh_], K_);
+          row = &w_.weights[n * ldh_];
+        } else if (gather) {
+          std::copy(row, row + K_, &w_.weights[n * ldh_]);
+        }
         for (std::size_t q = 0; q < K_; ++q) w_.weights_t[q * ldc_ + n] = row[q];
         w_.bias[n] = p_.bias[j];
       }
@@ -177,8 +182,9 @@ class SharedBatch {
   // dL/dhidden += G W, and the chunk's weight and bias gradients G^T H.
   void chunk_backward(std::size_t c0, std::size_t nc) {
     const bool gathered = ids_ != nullptr;
-    const float* wa = gathered ? w_.weights.data() : p_.row(static_cast<std::uint32_t>(c0));
-    const std::size_t ldw = gathered ? ldh_ : p_.stride;
+    const bool copied = gathered || p_.has_bf16();  // the chunk's rows sit in w_.weights
+    const float* wa = copied ? w_.weights.data() : p_.row(static_cast<std::uint32_t>(c0));
+    const std::size_t ldw = copied ? ldh_ : p_.stride;
     on_threads(T_, [&](int t) {
       const Range r = share(B_, T_, t, 1);
       if (r.end > r.begin)
@@ -224,10 +230,8 @@ class SharedBatch {
     w_.logits_t.resize(chunk * B_);
     w_.weights_t.resize(K_ * ldc_);
     w_.bias.resize(chunk);
-    if (ids_) {
-      w_.weights.resize(chunk * ldh_);
-      w_.weight_grad.resize(chunk * ldh_);
-    }
+    if (ids_ || p_.has_bf16()) w_.weights.resize(chunk * ldh_);
+    if (ids_) w_.weight_grad.resize(chunk * ldh_);
     w_.hidden_delta.assign(B_ * ldh_, 0.0f);
     w_.row_max.assign(B_, -std::numeric_limits<float>::infinity());
     w_.row_sum.assign(B_, 0.0f);

@@ -68,3 +68,27 @@ def test_bf16_copies_follow_updates_and_loading(problem, tmp_path):
 def test_precision_is_validated():
     with pytest.raises(ValueError, match="precision"):
         slide.Network(10, 10, precision="fp8")
+
+
+def test_batch_shared_bf16_reads_rounded_output_weights(problem):
+    """The batch-shared GEMM path reads the output layer's BF16 copies too: its loss is the loss of
+    the fp32 hidden activations against the rounded weights, not against the fp32 ones."""
+    train, _ = problem
+    lsh = slide.LSHConfig(k=3, l=20, batch_active=2000, min_active=2000)  # every output in the shared set
+    net = slide.Network(1000, 2000, hidden=(16,), lsh=lsh, precision="bf16", threads=1, seed=0)
+    net.fit(train.X[:500], train.Y[:500], epochs=1, batch_size=50, progress=False)
+    data = net.prepare(train.X[:20], train.Y[:20])
+    w = net.weights()
+    X = data.X.astype(np.float64)
+    h = np.maximum(X @ _bf16(w["input.weight"]) + w["input.bias.weight"][0], 0)
+
+    def loss(W):
+        z = h @ W.T + w["layers.0.bias"]
+        log_p = z - z.max(axis=1, keepdims=True)
+        log_p -= np.log(np.exp(log_p).sum(axis=1, keepdims=True))
+        return sum(-log_p[i, data.Y.indices[data.Y.indptr[i]:data.Y.indptr[i + 1]]].mean() for i in range(20))
+
+    stats = net._core.train_batch(data.X.indptr, data.X.indices, data.X.data, data.Y.indptr, data.Y.indices,
+                                  np.arange(20, dtype=np.int64), 0.0, apply=False)
+    rounded, exact = loss(_bf16(w["layers.0.weight"])), loss(w["layers.0.weight"])
+    assert abs(stats["loss"] - rounded) < 0.1 * abs(exact - rounded), (stats["loss"], rounded, exact)
