@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/rng.h"
+#include "simd/kernels.h"
 
 namespace slide {
 
@@ -140,13 +141,8 @@ float Network::train_sample(ThreadState& ts, const SampleView& s) {
   // Softmax over the active outputs; the target spreads 1/|labels| over the true labels.
   LayerScratch& top = ts.layers.back();
   Activations& out = top.out;
-  float mx = out.values[0];
-  for (std::uint32_t p = 1; p < out.count; ++p) mx = std::max(mx, out.values[p]);
-  float sum = 0.0f;
-  for (std::uint32_t p = 0; p < out.count; ++p) {
-    out.delta[p] = std::exp(out.values[p] - mx);
-    sum += out.delta[p];
-  }
+  const Kernels& k = kernels();
+  const float sum = k.exp_sum(out.values.data(), out.delta.data(), out.count, k.max_value(out.values.data(), out.count));
   const float inv = 1.0f / sum;
   for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= inv;
   const float target = 1.0f / static_cast<float>(s.num_labels);

@@ -52,7 +52,19 @@ def test_a_network_that_cannot_fit_is_refused_before_allocating():
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000, "nothing may be allocated first"
 
 
-def test_the_check_uses_the_smaller_of_meminfo_and_the_cgroup(monkeypatch):
+def test_a_cgroup_limit_below_meminfo_is_what_counts(monkeypatch, tmp_path):
+    (tmp_path / "max").write_text(str(300 << 20) + "\n")
+    (tmp_path / "current").write_text(str(100 << 20) + "\n")
+    monkeypatch.setattr(memory, "_CGROUP_FILES", ((str(tmp_path / "max"), str(tmp_path / "current")),))
+    room, source = memory.available_bytes()
+    assert room == 200 << 20 and "cgroup" in source
+    with pytest.raises(MemoryError, match="0.20 GiB is available .*cgroup"):
+        slide.Network(100_000, 400_000, hidden=(64,), threads=1)  # ~0.5 GiB
+    (tmp_path / "max").write_text("max\n")  # no limit: MemAvailable decides
+    assert "MemAvailable" in memory.available_bytes()[1]
+
+
+def test_memory_check_can_be_turned_into_a_warning(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: (10 << 20, "a test's 10 MiB"))
     with pytest.raises(MemoryError, match="a test's 10 MiB"):
         slide.Network(100_000, 100_000, hidden=(64,), threads=1)
