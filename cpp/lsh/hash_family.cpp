@@ -1,5 +1,7 @@
 #include "lsh/hash_family.h"
 
+#include <algorithm>
+
 #include "common/rng.h"
 #include "lsh/minhash.h"
 #include "lsh/simhash.h"
@@ -12,7 +14,7 @@ HashFamily::HashFamily(const LshConfig& c, int dim)
 
 void HashFamily::prepare(HashScratch& s) const {
   s.codes.resize(static_cast<std::size_t>(k_) * l_);
-  s.values.resize(dim_);
+  s.values.resize(std::max<std::size_t>(dim_, static_cast<std::size_t>(k_) * l_));  // inputs or projections
   s.ids.resize(dim_);
   s.keys.resize(static_cast<std::size_t>(k_) * l_);
 }

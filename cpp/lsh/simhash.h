@@ -16,9 +16,11 @@ class SimHash final : public HashFamily {
   void codes(const float* x, std::uint32_t* codes, HashScratch& scratch) const override;
 
  private:
-  int per_projection_;
-  std::vector<std::uint32_t> coords_;  // K*L x per_projection_
-  std::vector<float> signs_;
+  // The K*L sparse +-1 projections as a dense dim x K*L matrix (zeros elsewhere): one GEMM row per
+  // vector. Each sum runs over the coordinates in ascending order and every product is exact, so
+  // all SIMD levels give identical bits.
+  std::size_t projections_;
+  std::vector<float> matrix_;
 };
 
 }  // namespace slide

@@ -22,7 +22,7 @@ class Wta final : public HashFamily {
   int bin_size_;
   bool densified_;
   std::uint64_t probe_seed_;
-  std::vector<std::uint32_t> coords_;  // K*L windows of bin_size_ coordinates
+  std::vector<std::uint32_t> coords_;  // K*L windows of bin_size_ coordinates, simd/window_layout.h
 };
 
 }  // namespace slide

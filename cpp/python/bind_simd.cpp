@@ -5,6 +5,7 @@
 #include "common/check.h"
 #include "python/bindings.h"
 #include "simd/kernels.h"
+#include "simd/window_layout.h"
 
 namespace slide::python {
 
@@ -16,6 +17,16 @@ const Kernels& level_kernels(const std::string& name) {
 }
 using F = py::array_t<float, py::array::c_style>;
 using H = py::array_t<bf16, py::array::c_style>;
+using U = py::array_t<std::uint32_t, py::array::c_style>;
+
+// Windows x width coordinates, window after window, in the kernels' interleaved layout.
+std::vector<std::uint32_t> interleaved(const U& coords, std::size_t x_size) {
+  SLIDE_REQUIRE(coords.ndim() == 2, "coordinates must be a 2-d array (windows x width)");
+  const std::vector<std::uint32_t> natural(coords.data(), coords.data() + coords.size());
+  for (std::uint32_t c : natural) SLIDE_REQUIRE(c < x_size, "coordinate " << c << " is outside x");
+  return interleave_windows(natural, static_cast<std::size_t>(coords.shape(0)), static_cast<std::size_t>(coords.shape(1)),
+                            0u);
+}
 }  // namespace
 
 void bind_simd(py::module_& m) {
@@ -77,6 +88,12 @@ void bind_simd(py::module_& m) {
     const auto m = static_cast<std::size_t>(a.shape(0)), k = static_cast<std::size_t>(a.shape(1)),
                n = static_cast<std::size_t>(b.shape(1)), ldc = static_cast<std::size_t>(c.shape(1));
     level_kernels(level).gemm(m, n, k, a.data(), k, b.data(), n, c.mutable_data(), ldc, accumulate);
+  });
+  m.def("_kernel_wta", [](const std::string& level, const F& x, const U& coords, float skip) {
+    const std::vector<std::uint32_t> c = interleaved(coords, x.size());
+    U out(coords.shape(0));
+    level_kernels(level).wta(x.data(), c.data(), coords.shape(0), coords.shape(1), skip, out.mutable_data());
+    return out;
   });
 }
 

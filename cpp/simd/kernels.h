@@ -48,7 +48,15 @@ struct Kernels {
   // within 2 ulp of libm's expf; results below 2^-126 may flush to zero.
   float (*max_value)(const float* x, std::size_t n);
   float (*exp_sum)(const float* x, float* y, std::size_t n, float shift);
+  // Winner-take-all hashing over `windows` windows of `width` gathered coordinates each, the
+  // coordinates interleaved as simd/window_layout.h describes: out[h] = the position in window h
+  // of its first largest x value, skipping values equal to `skip` (NaN skips nothing), or
+  // kNoWinner when no value qualifies. Every level returns identical codes.
+  void (*wta)(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
+              std::uint32_t* out);
 };
+
+constexpr std::uint32_t kNoWinner = 0xFFFFFFFFu;
 
 const Kernels& kernels();                        // the chosen level, fixed for the process
 const Kernels* kernels_for(SimdLevel level);     // nullptr when this CPU cannot run it

@@ -220,10 +220,33 @@ float exp_sum(const float* x, float* y, std::size_t n, float shift) {
   return hsum(acc) + scalar_ops::exp_sum(x + i, y + i, n - i, shift);
 }
 
+// Each group of 16 windows as two registers of 8; the last partial group goes to the scalar body.
+void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
+         std::uint32_t* out) {
+  const __m256 vskip = _mm256_set1_ps(skip);
+  std::size_t h = 0;
+  for (; h + 16 <= windows; h += 16)
+    for (std::size_t half = 0; half < 16; half += 8) {
+      const std::uint32_t* c = coords + h * width + half;
+      __m256 best = _mm256_set1_ps(-INFINITY);
+      __m256i arg = _mm256_set1_epi32(static_cast<int>(kNoWinner));
+      for (std::size_t j = 0; j < width; ++j) {
+        const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + j * 16));
+        const __m256 v = _mm256_i32gather_ps(x, idx, 4);
+        const __m256 take = _mm256_and_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, vskip, _CMP_NEQ_UQ));
+        best = _mm256_blendv_ps(best, v, take);
+        arg = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(arg),
+                                                   _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(j))), take));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + h + half), arg);
+    }
+  scalar_ops::wta(x, coords, windows, width, skip, out, h);
+}
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum};
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta};
   return k;
 }
 

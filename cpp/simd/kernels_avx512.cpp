@@ -208,10 +208,27 @@ float exp_sum(const float* x, float* y, std::size_t n, float shift) {
   return _mm512_reduce_add_ps(acc);
 }
 
+// 16 windows per register: each step gathers entry j of all 16 (the vector is small and in L1).
+void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
+         std::uint32_t* out) {
+  const __m512 vskip = _mm512_set1_ps(skip);
+  for (std::size_t h = 0; h < windows; h += 16, coords += width * 16) {
+    __m512 best = _mm512_set1_ps(-INFINITY);
+    __m512i arg = _mm512_set1_epi32(static_cast<int>(kNoWinner));
+    for (std::size_t j = 0; j < width; ++j) {
+      const __m512 v = _mm512_i32gather_ps(_mm512_loadu_si512(coords + j * 16), x, 4);
+      const __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) & _mm512_cmp_ps_mask(v, vskip, _CMP_NEQ_UQ);
+      best = _mm512_mask_mov_ps(best, take, v);
+      arg = _mm512_mask_mov_epi32(arg, take, _mm512_set1_epi32(static_cast<int>(j)));
+    }
+    _mm512_mask_storeu_epi32(out + h, windows - h >= 16 ? 0xFFFF : tail_mask(windows - h), arg);
+  }
+}
+
 }  // namespace
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum};
+  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta};
   return k;
 }
 

@@ -236,3 +236,74 @@ def test_softmax_kernels_on_nan_inf_and_empty(level):
         x[0] = 0.0
         y, s = _core._kernel_exp_sum(level, x, 0.0)
         assert y[0] == 1.0 and (y[1:] == 0.0).all() and s == 1.0
+
+
+def _hashing_input(dim, seed):
+    """A hidden-layer-like vector: ReLU zeros, ties, negative zero, -inf and a NaN."""
+    rng = np.random.default_rng(seed)
+    x = np.maximum(rng.standard_normal(dim), 0).astype(np.float32)
+    x[rng.integers(0, dim, 3)] = 0.5  # ties: the first one wins
+    x[rng.integers(0, dim, 2)] = -0.0
+    x[rng.integers(0, dim)] = -np.inf
+    x[rng.integers(0, dim)] = np.nan
+    return x
+
+
+def _wta_reference(x, coords, skip):
+    out = np.full(coords.shape[0], 0xFFFFFFFF, dtype=np.uint32)
+    for h, window in enumerate(coords):
+        best = -np.inf
+        for j, c in enumerate(window):
+            v = x[c]
+            if v > best and not (v == skip):
+                best, out[h] = v, j
+    return out
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("windows", [1, 15, 16, 17, 31, 33, 127, 129])
+@pytest.mark.parametrize("width", [1, 8, 13])
+def test_wta_windows(level, windows, width):
+    x = _hashing_input(128, windows * width)
+    coords = np.random.default_rng(windows).integers(0, 128, (windows, width)).astype(np.uint32)
+    for skip in (0.0, np.nan):  # DWTA skips exact zeros; WTA skips nothing
+        expected = _wta_reference(x, coords, skip)
+        np.testing.assert_array_equal(_core._kernel_wta(level, x, coords, skip), expected)
+    # An all-zero window has no winner under DWTA (densification fills it later).
+    zeros = np.zeros(128, np.float32)
+    assert (_core._kernel_wta(level, zeros, coords, 0.0) == 0xFFFFFFFF).all()
+    assert (_core._kernel_wta(level, zeros, coords, np.nan) == 0).all()
+
+
+@pytest.mark.parametrize("family", ["dwta", "wta", "simhash"])
+def test_every_level_hashes_to_the_same_buckets(family):
+    """The hash families through the process-wide kernels (SLIDE_SIMD fixes the level per process):
+    DWTA/WTA through the gather kernel, SimHash through the GEMM; bucket ids identical on every level."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"""
+import hashlib, numpy as np, slide
+from slide import _core
+rng = np.random.default_rng(0)
+x = np.maximum(rng.standard_normal((300, 100)), 0).astype(np.float32)  # ReLU zeros: DWTA densifies
+x[:5] = 0.0
+index = _core.LshIndex(slide.LSHConfig(family="{family}", k=4, l=37).to_core(), x[:50], 3)
+print(slide.simd_level(), hashlib.sha1(index.buckets(x).tobytes()).hexdigest())
+"""
+    seen = {}
+    for level in ["scalar", *LEVELS]:
+        r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, SLIDE_SIMD=level), capture_output=True,
+                           text=True, cwd=os.path.expanduser("~"), timeout=120)
+        assert r.returncode == 0, r.stderr
+        got_level, digest = r.stdout.split()
+        assert got_level == level
+        seen[level] = digest
+    assert len(set(seen.values())) == 1, seen
+
+
+def test_hashing_kernels_reject_coordinates_outside_the_vector():
+    x = np.ones(8, np.float32)
+    with pytest.raises(ValueError, match="outside"):
+        _core._kernel_wta("scalar", x, np.array([[0, 8]], np.uint32), 0.0)
