@@ -36,7 +36,8 @@ MemoryEstimate estimate_memory(const NetworkConfig& c, std::size_t batch_size) {
       e.lsh += L * n * 4 + L * (buckets + 1) * 4 + n * L * 4 + 2 * n * 4 + n;
       e.scratch += T * n * (4 + 2);  // each thread's active-set stamps and hit counts
       if (output) e.scratch += n;    // the batch's label marks
-      if (output && l.lsh.batch_active > 0) e.scratch += n * 12;  // the shared set's stamps, positions, hits
+      // the shared set's stamps and positions, and each thread's hit counts
+      if (output && l.lsh.batch_active > 0) e.scratch += n * (8 + 4 * T);
     }
     if (output && (!l.sampled || l.lsh.batch_active > 0)) {
       // The batch workspace: logits and their transpose for one chunk, the chunk's weights both ways

@@ -1,11 +1,15 @@
 #include "nn/shared_active_set.h"
 
+#include <omp.h>
+
 #include <algorithm>
 
 namespace slide {
 
-SharedActiveSet::SharedActiveSet(std::uint32_t neurons)
-    : neurons_(neurons), stamp_of_(neurons, 0), position_(neurons, 0), hits_(neurons, 0) {}
+SharedActiveSet::SharedActiveSet(std::uint32_t neurons, int threads)
+    : neurons_(neurons), stamp_of_(neurons, 0), position_(neurons, 0), counters_(std::max(1, threads)) {
+  for (Counter& c : counters_) c.hits.assign(neurons, 0);
+}
 
 bool SharedActiveSet::add(std::uint32_t id) {
   if (stamp_of_[id] == stamp_) return false;
@@ -13,6 +17,21 @@ bool SharedActiveSet::add(std::uint32_t id) {
   position_[id] = static_cast<std::uint32_t>(ids_.size());
   ids_.push_back(id);
   return true;
+}
+
+void SharedActiveSet::count(const HashTables& tables, const std::uint32_t* buckets, std::size_t samples,
+                            int first_table, int end_table, Counter& c) const {
+  const int L = tables.tables();
+  for (std::size_t b = 0; b < samples; ++b)
+    for (int t = first_table; t < end_table; ++t) {
+      std::uint32_t size;
+      const std::uint32_t* bucket = tables.bucket(t, buckets[b * L + t], &size);
+      for (std::uint32_t i = 0; i < size; ++i) {
+        std::uint32_t& hits = c.hits[bucket[i]];
+        if (hits == kAbsent) continue;  // a label: already in
+        if (hits++ == 0) c.seen.push_back(bucket[i]);
+      }
+    }
 }
 
 std::uint32_t SharedActiveSet::build(const HashTables& tables, const std::uint32_t* buckets, std::size_t samples,
@@ -23,33 +42,40 @@ std::uint32_t SharedActiveSet::build(const HashTables& tables, const std::uint32
     stamp_ = 1;
   }
   ids_.clear();
-  candidates_.clear();
-  // One random access per retrieved id: a label's hit counter holds kAbsent while it is counted.
-  for (std::uint32_t id : labels)
-    if (add(id)) hits_[id] = kAbsent;
+  for (std::uint32_t id : labels) add(id);
   const std::size_t num_labels = ids_.size();
-  const int L = tables.tables();
-  for (std::size_t b = 0; b < samples; ++b)
-    for (int t = 0; t < L; ++t) {
-      std::uint32_t size;
-      const std::uint32_t* bucket = tables.bucket(t, buckets[b * L + t], &size);
-      for (std::uint32_t i = 0; i < size; ++i) {
-        std::uint32_t& hits = hits_[bucket[i]];
-        if (hits == kAbsent) continue;  // a label: already in
-        if (hits++ == 0) candidates_.push_back(bucket[i]);
-      }
-    }
-  const std::uint32_t retrieved = static_cast<std::uint32_t>(candidates_.size());
-  auto more_hits = [this](std::uint32_t a, std::uint32_t b) { return hits_[a] != hits_[b] ? hits_[a] > hits_[b] : a < b; };
-  if (candidates_.size() > max_candidates) {
-    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(max_candidates),
-                     candidates_.end(), more_hits);
+  const int T = static_cast<int>(counters_.size()), L = tables.tables();
+#pragma omp parallel num_threads(T)
+  {
+    const int t = omp_get_thread_num();
+    Counter& c = counters_[t];
+    c.seen.clear();
+    for (std::size_t i = 0; i < num_labels; ++i) c.hits[ids_[i]] = kAbsent;
+    count(tables, buckets, samples, L * t / T, L * (t + 1) / T, c);
   }
-  const std::size_t keep = std::min(candidates_.size(), max_candidates);
-  std::sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep), more_hits);
-  for (std::size_t i = 0; i < keep; ++i) add(candidates_[i]);
-  for (std::uint32_t id : candidates_) hits_[id] = 0;
-  for (std::size_t i = 0; i < num_labels; ++i) hits_[ids_[i]] = 0;
+  // Merge into the first counter; each other counter is left all zero (labels aside).
+  Counter& all = counters_[0];
+  for (int t = 1; t < T; ++t)
+    for (std::uint32_t id : counters_[t].seen) {
+      std::uint32_t& h = counters_[t].hits[id];
+      if (all.hits[id] == 0) all.seen.push_back(id);
+      all.hits[id] += h;
+      h = 0;
+    }
+  std::vector<std::uint32_t>& candidates = all.seen;
+  const std::vector<std::uint32_t>& hits = all.hits;
+  const std::uint32_t retrieved = static_cast<std::uint32_t>(candidates.size());
+  auto more_hits = [&hits](std::uint32_t a, std::uint32_t b) { return hits[a] != hits[b] ? hits[a] > hits[b] : a < b; };
+  if (candidates.size() > max_candidates) {
+    std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(max_candidates),
+                     candidates.end(), more_hits);
+  }
+  const std::size_t keep = std::min(candidates.size(), max_candidates);
+  std::sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep), more_hits);
+  for (std::size_t i = 0; i < keep; ++i) add(candidates[i]);
+  for (std::uint32_t id : candidates) all.hits[id] = 0;
+  for (Counter& c : counters_)
+    for (std::size_t i = 0; i < num_labels; ++i) c.hits[ids_[i]] = 0;
 
   // Random top-up: rejection sampling while the set is sparse, a scan when it nearly fills.
   const std::size_t target = std::min<std::size_t>(min_size, neurons_);

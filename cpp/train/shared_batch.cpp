@@ -96,7 +96,7 @@ class SharedBatch {
     for (std::int64_t r : w_.rows)
       for (std::int64_t q = y_.indptr[r]; q < y_.indptr[r + 1]; ++q)
         w_.labels.push_back(static_cast<std::uint32_t>(y_.indices[q]));
-    if (!w_.active) w_.active = std::make_unique<SharedActiveSet>(p_.rows);
+    if (!w_.active) w_.active = std::make_unique<SharedActiveSet>(p_.rows, T_);
     const LshConfig& c = out_.index()->config();
     const std::uint32_t retrieved =
         w_.active->build(out_.index()->tables(), w_.buckets.data(), B_, w_.labels,

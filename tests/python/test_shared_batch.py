@@ -97,6 +97,22 @@ def test_shared_set_is_the_labels_plus_capped_candidates():
     assert len(touched) == per_sample  # every shared neuron gets gradient from every sample
 
 
+def test_threads_count_the_tables_apart_and_agree_with_one_thread():
+    """Each thread counts its share of the tables; the merged counts must pick exactly the
+    candidates one thread picks (the cap cuts through ties of counts, so a lost count shows)."""
+    out = 5000
+    lsh = slide.LSHConfig(k=2, l=9, range_bits=4, batch_active=150)
+    X, Y = _data(n=64, out=out, labels=3)
+    chosen = []
+    for threads in (1, 2, 3):
+        net = slide.Network(IN, out, hidden=(16,), lsh=lsh, threads=threads, seed=1)
+        g, stats = _grads(net, X, Y)
+        chosen.append((set(np.flatnonzero(np.abs(g["layers.0.weight_grad"]).sum(axis=1)).tolist()),
+                       stats["retrieved"], stats["active"]))
+    assert chosen[0][1] > 150 * 64, "the tables must retrieve more than the cap keeps"
+    assert chosen[1] == chosen[0] and chosen[2] == chosen[0]
+
+
 def test_shared_set_tops_up_to_min_active():
     out = 5000
     net = slide.Network(IN, out, hidden=(16,), lsh=slide.LSHConfig(k=6, l=2, batch_active=10, min_active=1500),
