@@ -14,35 +14,36 @@ namespace slide {
 
 namespace {
 
+// Samples scored together: the 32 columns of a GEMM tile.
 constexpr std::int64_t kBlock = 32;
+// Output rows per GEMM: their scores for the block (rows x 32 floats) stay in L2.
+constexpr std::uint32_t kRowsPerPass = 2048;
 
-// Exact scores for a block of samples: hidden activations first, then each output row is
-// streamed once and scored against every sample of the block.
+// Exact scores for a block of samples: hidden activations first, then the output layer as GEMMs
+// over slices of its rows (scores^T = W hidden^T), so every weight row streams through once.
 void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t begin, std::int64_t end, int k,
                  std::int32_t* ids, float* scores) {
   const Kernels& kern = kernels();
-  FcLayer& out = net.layers.back();
-  const std::uint32_t h = out.params.cols;
-  const std::size_t stride = out.params.stride;
-  const std::int64_t n = end - begin;
-  std::vector<float> hidden(static_cast<std::size_t>(n) * stride, 0.0f);
-  for (std::int64_t b = 0; b < n; ++b) {
-    SampleView s = sample_at(x, nullptr, begin + b);
-    net.input.forward(s, ts.hidden0);
-    const Activations* in = &ts.hidden0;
-    for (std::size_t i = 0; i + 1 < net.layers.size(); ++i) {
-      net.layers[i].forward(*in, ts.layers[i], Mode::kInferDense, nullptr, 0, NegativePool{}, 0, ts.rng);
-      in = &ts.layers[i].out;
+  const Parameters& p = net.layers.back().params;
+  const std::size_t h = p.cols, n = static_cast<std::size_t>(end - begin);
+  std::vector<float> hidden_t(h * n);  // one column per sample
+  for (std::size_t b = 0; b < n; ++b) {
+    const Activations& act = net.forward_hidden(ts, sample_at(x, nullptr, begin + static_cast<std::int64_t>(b)),
+                                                Mode::kInferDense, ts.rng);
+    for (std::size_t q = 0; q < h; ++q) hidden_t[q * n + b] = act.values[q];
+  }
+  std::vector<float> block(static_cast<std::size_t>(kRowsPerPass) * n);
+  std::vector<TopK> best(n, TopK(k));
+  for (std::uint32_t j0 = 0; j0 < p.rows; j0 += kRowsPerPass) {
+    const std::uint32_t rows = std::min(kRowsPerPass, p.rows - j0);
+    kern.gemm(rows, n, h, p.row(j0), p.stride, hidden_t.data(), n, block.data(), n, false);
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      const float bias = p.bias[j0 + r];
+      const float* s = &block[static_cast<std::size_t>(r) * n];
+      for (std::size_t b = 0; b < n; ++b) best[b].push(static_cast<std::int32_t>(j0 + r), bias + s[b]);
     }
-    std::copy(in->values.begin(), in->values.begin() + h, hidden.begin() + b * stride);
   }
-  std::vector<TopK> best(static_cast<std::size_t>(n), TopK(k));
-  for (std::uint32_t j = 0; j < out.params.rows; ++j) {
-    const float* w = out.params.row(j);
-    const float bias = out.params.bias[j];
-    for (std::int64_t b = 0; b < n; ++b) best[b].push(static_cast<std::int32_t>(j), bias + kern.dot(w, &hidden[b * stride], h));
-  }
-  for (std::int64_t b = 0; b < n; ++b) best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
+  for (std::size_t b = 0; b < n; ++b) best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
 }
 
 void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t row, int k, std::int32_t* ids,
