@@ -17,6 +17,13 @@ namespace {
 // Output neurons per pass: B x kChunk logits (8 MB at B = 256) stay in the last-level cache.
 constexpr std::size_t kChunk = 8192;
 
+// Leading dimension of the chunk buffers. A multiple of 4 KB would put a whole column of a
+// transpose into one L1 set (the full 8,192-wide chunk of a dense layer did exactly that).
+std::size_t chunk_stride(std::size_t chunk) {
+  const std::size_t ld = padded_stride(chunk);
+  return ld % 1024 == 0 ? ld + 16 : ld;
+}
+
 struct Range {
   std::size_t begin, end;
 };
@@ -225,7 +232,7 @@ class SharedBatch {
 
   void output_gradients() {
     const std::size_t chunk = std::min(N_, kChunk);
-    ldc_ = padded_stride(chunk);
+    ldc_ = chunk_stride(chunk);
     w_.logits.resize(B_ * ldc_);
     w_.logits_t.resize(chunk * B_);
     w_.weights_t.resize(K_ * ldc_);
