@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -110,35 +107,24 @@ def main() -> int:
         child(args)
         return 0
 
-    import scipy.sparse as sp
-
-    from slide.datasets import synthetic_amazon670k
-
     from ..environment import describe
+    from .runner import generated_data, run_system
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        train, test = synthetic_amazon670k(n_train=args.train, n_test=args.test, seed=0)  # test rows are shuffled
-        for name, m in (("Xtr", train.X), ("Ytr", train.Y), ("Xte", test.X), ("Yte", test.Y)):
-            sp.save_npz(Path(tmp) / f"{name}.npz", m, compressed=False)
-        del train, test
-        passthrough = ["--data", tmp, "--threads", str(args.threads), "--batch-size", str(args.batch_size),
-                       "--lr", str(args.lr), "--budget", str(args.budget), "--max-epochs", str(args.max_epochs),
-                       "--checkpoints", str(args.checkpoints), "--checkpoint-test", str(args.checkpoint_test)]
+    with generated_data(args.train, args.test) as data_dir:
         for name in args.systems:
             print(f"{name}:", flush=True)
-            r = subprocess.run([sys.executable, "-m", "benches.compare", "--child", name, *passthrough],
-                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
-                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-            if r.returncode != 0:
-                print(f"  {name} failed (exit {r.returncode}); see its output above", flush=True)
+            result = run_system(name, data_dir, threads=args.threads, batch_size=args.batch_size, lr=args.lr,
+                                budget=args.budget, max_epochs=args.max_epochs, checkpoints=args.checkpoints,
+                                checkpoint_test=args.checkpoint_test)
+            if result is None:
                 continue
-            results[name] = json.loads(r.stdout.strip().splitlines()[-1])
-            (RESULTS / f"{name}.json").write_text(json.dumps(results[name], indent=2) + "\n")
-            f = results[name]["final"]
-            print(f"  {results[name]['samples_per_second']:,.0f} samples/s, final P@1 {f['P@1']:.4f}, "
-                  f"peak RSS {results[name]['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+            results[name] = result
+            (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+            f = result["final"]
+            print(f"  {result['samples_per_second']:,.0f} samples/s, final P@1 {f['P@1']:.4f}, "
+                  f"peak RSS {result['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
     tf_rate = results.get("tf-full", {}).get("samples_per_second")
     md = table(results, tf_rate)
     report = {"benchmark": "compare", "environment": describe(args.threads),
