@@ -4,7 +4,8 @@ generated Amazon-670K-shaped data (135,909 -> 128 -> 670,091), same threads, sam
     pip install ".[baselines]"     # tensorflow-cpu and torch, never needed by the tests
     python -m benches.compare [--budget 120] [--systems slide-fp32 torch-sampled ...]
 
-Systems: slide-batch, slide-batch-bf16 (batch-shared LSH active set as GEMMs), slide-fp32, slide-bf16
+Systems: slide-batch, slide-batch-bf16 (batch-shared LSH active set as GEMMs), slide-batch-uniform
+(the same with one LSH candidate: uniform negatives only, the ablation), slide-fp32, slide-bf16
 (SLIDE's per-sample LSH sampling), slide-dense (full softmax), tf-full (TensorFlow full
 softmax, the SLIDE paper's baseline), torch-full, torch-sampled (4,096 shared random negatives per
 batch). Each trains in its own process (so peak RSS is its own) for `--budget` seconds of training
@@ -22,8 +23,8 @@ import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "compare"
-SYSTEMS = ["slide-batch", "slide-batch-bf16", "slide-fp32", "slide-bf16", "torch-sampled", "torch-full", "tf-full",
-           "slide-dense"]
+SYSTEMS = ["slide-batch", "slide-batch-bf16", "slide-batch-uniform", "slide-fp32", "slide-bf16", "torch-sampled",
+           "torch-full", "tf-full", "slide-dense"]
 
 
 def make_system(name: str, data: dict, args):
