@@ -6,9 +6,17 @@
 #include <memory>
 #include <vector>
 
+#include "common/aligned_array.h"
 #include "nn/shared_active_set.h"
 
 namespace slide {
+
+// Leading dimension of the chunk buffers. A multiple of 4 KB would put a whole column of a
+// transpose into one L1 set (the full 8,192-wide chunk of a dense layer did exactly that).
+inline std::size_t chunk_stride(std::size_t chunk) {
+  const std::size_t ld = padded_stride(chunk);
+  return ld % 1024 == 0 ? ld + 16 : ld;
+}
 
 struct BatchWorkspace {
   std::vector<std::int64_t> rows;       // the batch's rows that have labels, in order

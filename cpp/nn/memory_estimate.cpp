@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/aligned_array.h"
+#include "nn/batch_workspace.h"
 
 namespace slide {
 
@@ -43,7 +44,7 @@ MemoryEstimate estimate_memory(const NetworkConfig& c, std::size_t batch_size) {
       // The batch workspace: logits and their transpose for one chunk, the chunk's weights both ways
       // and its gradient, hidden activations and deltas.
       const std::size_t chunk = std::min<std::size_t>(l.sampled ? l.lsh.batch_active + batch_size * 8 : n, 8192);
-      const std::size_t ldc = padded_stride(chunk), ldh = padded_stride(prev);
+      const std::size_t ldc = chunk_stride(chunk), ldh = padded_stride(prev);
       e.scratch += (2 * batch_size * ldc + 3 * chunk * ldh + ldc * (T + 1) + 2 * batch_size * ldh) * sizeof(float);
     }
     prev = n;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "simd/kernels.h"
+#include "simd/window_layout.h"
 
 namespace slide::scalar_ops {
 
@@ -110,12 +111,12 @@ inline float exp_sum(const float* x, float* y, std::size_t n, float shift) {
 inline void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
                 std::uint32_t* out, std::size_t first = 0) {
   for (std::size_t h = first; h < windows; ++h) {
-    const std::uint32_t* c = coords + (h / 16) * width * 16 + h % 16;
+    const std::uint32_t* c = coords + (h / kWindowGroup) * width * kWindowGroup + h % kWindowGroup;
     float best = -INFINITY;
     std::uint32_t arg = kNoWinner;
     // Branch-free: window winners are random, so a branch would mispredict constantly.
     for (std::size_t j = 0; j < width; ++j) {
-      const float v = x[c[j * 16]];
+      const float v = x[c[j * kWindowGroup]];
       const bool take = (v > best) & (v != skip);  // NaN != anything: a NaN skip skips nothing
       best = take ? v : best;
       arg = take ? static_cast<std::uint32_t>(j) : arg;

@@ -17,13 +17,6 @@ namespace {
 // Output neurons per pass: B x kChunk logits (8 MB at B = 256) stay in the last-level cache.
 constexpr std::size_t kChunk = 8192;
 
-// Leading dimension of the chunk buffers. A multiple of 4 KB would put a whole column of a
-// transpose into one L1 set (the full 8,192-wide chunk of a dense layer did exactly that).
-std::size_t chunk_stride(std::size_t chunk) {
-  const std::size_t ld = padded_stride(chunk);
-  return ld % 1024 == 0 ? ld + 16 : ld;
-}
-
 struct Range {
   std::size_t begin, end;
 };
