@@ -1,6 +1,7 @@
 #include "data/xc_parser.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <cmath>
@@ -36,6 +37,36 @@ class Cursor {
   const char* end_;
   std::int64_t line_ = 0;
 };
+
+// from_chars reports a literal beyond double's range as out of range whether it is too large or
+// too small (subnormals included). Which one: the decimal exponent of its first nonzero digit.
+bool below_double_range(const char* p, const char* end) {
+  if (p < end && *p == '-') ++p;
+  long magnitude = 0;
+  bool nonzero = false, point = false;
+  for (; p < end && (std::isdigit(static_cast<unsigned char>(*p)) || *p == '.'); ++p) {
+    if (*p == '.') {
+      point = true;
+    } else if (nonzero) {
+      magnitude += point ? 0 : 1;
+    } else if (*p != '0') {
+      nonzero = true;
+    } else if (point) {
+      --magnitude;
+    }
+  }
+  if (!nonzero) return true;
+  long exponent = 0;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    const bool negative = p < end && *p == '-';
+    if (p < end && (*p == '-' || *p == '+')) ++p;
+    for (; p < end && std::isdigit(static_cast<unsigned char>(*p)); ++p)
+      exponent = std::min(exponent * 10 + (*p - '0'), 100000L);  // anything this far out is decided
+    if (negative) exponent = -exponent;
+  }
+  return magnitude + exponent < 0;
+}
 
 std::string show(const char* b, const char* e) {
   std::string s(b, std::min<std::size_t>(e - b, 24));
@@ -162,8 +193,14 @@ XcData parse_xc(const char* text, std::size_t size) {
       if (p >= e || *p != ':') fail(line, "expected ':' after feature id " + std::to_string(f));
       ++p;
       // Parsed as double, then rounded: a value too small for float becomes 0 instead of an error.
-      double v;
+      double v = 0.0;
       auto r = std::from_chars(p, e, v);
+      if (r.ec == std::errc::result_out_of_range) {  // r.ptr is past the literal; beyond double's range
+        if (!below_double_range(p, r.ptr))
+          fail(line, "feature " + std::to_string(f) + " has a value that is not a finite float32");
+        v = std::copysign(0.0, *p == '-' ? -1.0 : 1.0);
+        r.ec = std::errc();
+      }
       if (r.ec != std::errc() || r.ptr == p || (r.ptr < e && *r.ptr != ' ' && *r.ptr != '\t')) {
         const char* stop = p;
         while (stop < e && *stop != ' ' && *stop != '\t') ++stop;

@@ -70,6 +70,8 @@ BAD_FILES = [
     ("2 6 4\n0 1:0.5\n", 3, "promises 2 points but the file ends after 1"),
     ("3 6 4\n0 1:0.5\n\n\n", 3, "promises 3 points but the file ends after 1"),
     ("1 6 4\n0 1:1e39\n", 2, "not a finite float32"),
+    ("1 6 4\n0 1:1e400\n", 2, "not a finite float32"),  # beyond double, too
+    ("1 6 4\n0 1:-1e309 2:1e-999\n", 2, "not a finite float32"),
     ("1 6 4\n0 1:nan\n", 2, "not a finite float32"),
     ("1 6 4\n0 1:0.5\n1 2:3\n", 3, "more points than the header"),
     ("2 6 4\n0 1:0.5\n\n1 2:3\n", 3, "blank line in the middle"),
@@ -83,6 +85,8 @@ BAD_FILES = [
     ("1 6 4\n0 1:0.5 1:2\n", 2, "feature id 1 is repeated"),
     ("1 6 4\n0 1:inf\n", 2, "not a finite float32"),
     ("1 6 4\n0 1:1e-60\n", 0, None),  # underflows to 0: valid
+    ("1 6 4\n0 1:1e-922\n", 0, None),  # below double's range too: 0, not refused
+    ("1 6 4\n0 1:-0.00001e-310\n", 0, None),  # a double subnormal
     ("1 6 4\n0;1 1:2\n", 2, "expected ',' or a space"),
     ("1 6 4\n0 1:2\x00\x01\n", 2, "expected a number"),
 ]
