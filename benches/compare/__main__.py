@@ -12,6 +12,9 @@ batch). Each trains in its own process (so peak RSS is its own) for `--budget` s
 time or `--max-epochs`, is evaluated exactly at evenly spaced checkpoints on a 2,000-point slice of
 the shuffled test set and at the end on all of it. Writes benches/results/compare/<system>.json,
 compare.json, compare.md and compare_p1.png.
+
+`--cluster-size N` generates labels in clusters of N near-duplicates (siblings share half their
+signature), the structure hard negatives exist for; its results go to benches/results/compare-clustered/.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def main() -> int:
     ap.add_argument("--max-epochs", type=int, default=10)
     ap.add_argument("--checkpoints", type=int, default=6)
     ap.add_argument("--checkpoint-test", type=int, default=2_000)
+    ap.add_argument("--cluster-size", type=int, default=1, help="labels per cluster of near-duplicates")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -111,9 +115,10 @@ def main() -> int:
     from ..environment import describe
     from .runner import generated_data, run_system
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS if args.cluster_size == 1 else RESULTS.with_name("compare-clustered")
+    out.mkdir(parents=True, exist_ok=True)
     results = {}
-    with generated_data(args.train, args.test) as data_dir:
+    with generated_data(args.train, args.test, cluster_size=args.cluster_size) as data_dir:
         for name in args.systems:
             print(f"{name}:", flush=True)
             result = run_system(name, data_dir, threads=args.threads, batch_size=args.batch_size, lr=args.lr,
@@ -122,7 +127,7 @@ def main() -> int:
             if result is None:
                 continue
             results[name] = result
-            (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+            (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
             f = result["final"]
             print(f"  {result['samples_per_second']:,.0f} samples/s, final P@1 {f['P@1']:.4f}, "
                   f"peak RSS {result['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
@@ -130,9 +135,9 @@ def main() -> int:
     md = table(results, tf_rate)
     report = {"benchmark": "compare", "environment": describe(args.threads),
               "config": {k: v for k, v in vars(args).items() if k not in ("child", "data")}, "results": results}
-    (RESULTS / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / "compare.md").write_text(md)
-    plot(results, RESULTS / "compare_p1.png")
+    (out / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "compare.md").write_text(md)
+    plot(results, out / "compare_p1.png")
     print(md)
     return 0
 

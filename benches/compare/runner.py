@@ -16,14 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
-def generated_data(n_train: int, n_test: int) -> Iterator[Path]:
-    """Amazon-670K-shaped data (test rows shuffled), written as .npz for the child processes."""
+def generated_data(n_train: int, n_test: int, **generator_kwargs) -> Iterator[Path]:
+    """Amazon-670K-shaped data (test rows shuffled), written as .npz for the child processes;
+    `generator_kwargs` go to `synthetic_amazon670k` (e.g. ``cluster_size``)."""
     import scipy.sparse as sp
 
     from slide.datasets import synthetic_amazon670k
 
     with tempfile.TemporaryDirectory() as tmp:
-        train, test = synthetic_amazon670k(n_train=n_train, n_test=n_test, seed=0)
+        train, test = synthetic_amazon670k(n_train=n_train, n_test=n_test, seed=0, **generator_kwargs)
         for name, m in (("Xtr", train.X), ("Ytr", train.Y), ("Xte", test.X), ("Yte", test.Y)):
             sp.save_npz(Path(tmp) / f"{name}.npz", m, compressed=False)
         del train, test

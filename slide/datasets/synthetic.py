@@ -4,6 +4,10 @@ Each label owns a random "signature" of features; a sample draws its labels from
 popularity (a few head labels, a long tail, as in Amazon-670K) and its features mostly from its
 labels' signatures, plus background features drawn by a Zipf-like feature popularity. Rows are
 L2-normalised, like TF-IDF inputs. Everything is a function of the seed.
+
+Labels can also come in clusters of near-duplicates (``cluster_size > 1``), as products of one kind
+do in a real catalogue: siblings share part of their signature, so telling them apart needs the
+siblings as negatives, which uniformly drawn negatives almost never are.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ def make_extreme_classification(
     label_power: float = 1.0,
     signature_size: int = 24,
     background: float = 0.2,
+    cluster_size: int = 1,
+    cluster_share: float = 0.5,
     seed: int = 0,
 ) -> Split:
     """Generate `n_samples` points (features CSR float32, labels CSR).
@@ -49,6 +55,9 @@ def make_extreme_classification(
         label_power: exponent of the label popularity power law (higher = heavier head).
         signature_size: features that characterise each label.
         background: share of a row's features drawn at random instead of from its labels.
+        cluster_size: labels per cluster of near-duplicates (1: every label is independent).
+        cluster_share: share of a clustered label's signature taken from its cluster's, spread
+            evenly over the signature so every window a sample draws holds both kinds.
     """
     for name, v in (("n_samples", n_samples), ("n_features", n_features), ("n_labels", n_labels)):
         if int(v) != v or v < 1:
@@ -59,6 +68,10 @@ def make_extreme_classification(
         raise ValueError(f"avg_nnz must be in [1, n_features], got {avg_nnz}")
     if not 0.0 <= background < 1.0:
         raise ValueError(f"background must be in [0, 1), got {background}")
+    if int(cluster_size) != cluster_size or not 1 <= cluster_size <= n_labels:
+        raise ValueError(f"cluster_size must be an integer in [1, n_labels], got {cluster_size!r}")
+    if not 0.0 <= cluster_share < 1.0:
+        raise ValueError(f"cluster_share must be in [0, 1), got {cluster_share}")
     rng = np.random.default_rng(seed)
     signature_size = int(min(signature_size, n_features))
 
@@ -78,6 +91,12 @@ def make_extreme_classification(
 
     signatures = draw_features((n_labels, signature_size))
     sig_weights = rng.gamma(2.0, 1.0, size=(n_labels, signature_size)).astype(np.float32)
+    if cluster_size > 1:
+        cluster_of = rng.permutation(n_labels) // int(cluster_size)
+        cluster_signatures = draw_features((int(cluster_of.max()) + 1, signature_size))
+        j = np.arange(signature_size)
+        shared = np.floor((j + 1) * cluster_share) > np.floor(j * cluster_share)
+        signatures[:, shared] = cluster_signatures[cluster_of][:, shared]
 
     # Labels per point and which labels.
     counts = np.minimum(1 + rng.poisson(avg_labels - 1.0, size=n_samples), n_labels)
@@ -121,12 +140,13 @@ def make_train_test(n_train: int, n_test: int, n_features: int, n_labels: int, *
 
 
 def synthetic_amazon670k(n_train: int = AMAZON670K_SHAPE["n_train"], n_test: int = AMAZON670K_SHAPE["n_test"], *,
-                         seed: int = 0) -> tuple[Split, Split]:
+                         seed: int = 0, **kwargs) -> tuple[Split, Split]:
     """A problem with Amazon-670K's exact shape: 135,909 features, 670,091 labels, ~75 nonzeros and
-    ~5.45 labels per point, power-law label frequencies."""
+    ~5.45 labels per point, power-law label frequencies. Other keyword arguments (``cluster_size``,
+    ``background``, ...) go to `make_extreme_classification`."""
     s = AMAZON670K_SHAPE
     return make_train_test(n_train, n_test, s["n_features"], s["n_labels"], seed=seed,
-                           avg_nnz=s["avg_nnz"], avg_labels=s["avg_labels"])
+                           avg_nnz=s["avg_nnz"], avg_labels=s["avg_labels"], **kwargs)
 
 
 def small_default(seed: int = 0) -> tuple[Split, Split]:
