@@ -13,8 +13,8 @@ time or `--max-epochs`, is evaluated exactly at evenly spaced checkpoints on a 2
 the shuffled test set and at the end on all of it. Writes benches/results/compare/<system>.json,
 compare.json, compare.md and compare_p1.png.
 
-`--cluster-size N` generates labels in clusters of N near-duplicates (siblings share half their
-signature), the structure hard negatives exist for; its results go to benches/results/compare-clustered/.
+`--cluster-size N` generates labels in clusters of N near-duplicates (siblings share `--cluster-share` of their
+signature, default half), the structure hard negatives exist for; its results go to benches/results/compare-clustered/.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ def main() -> int:
     ap.add_argument("--checkpoints", type=int, default=6)
     ap.add_argument("--checkpoint-test", type=int, default=2_000)
     ap.add_argument("--cluster-size", type=int, default=1, help="labels per cluster of near-duplicates")
+    ap.add_argument("--cluster-share", type=float, default=0.5, help="share of a label's signature from its cluster")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -118,7 +119,8 @@ def main() -> int:
     out = RESULTS if args.cluster_size == 1 else RESULTS.with_name("compare-clustered")
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    with generated_data(args.train, args.test, cluster_size=args.cluster_size) as data_dir:
+    with generated_data(args.train, args.test, cluster_size=args.cluster_size,
+                        cluster_share=args.cluster_share) as data_dir:
         for name in args.systems:
             print(f"{name}:", flush=True)
             result = run_system(name, data_dir, threads=args.threads, batch_size=args.batch_size, lr=args.lr,

@@ -1,0 +1,61 @@
+"""What precision="bf16" and a cheaper optimizer state can buy, on generated Amazon-670K-shaped data
+(135,909 -> 128 -> 670,091): training samples/s of each mode (SLIDE's per-sample active sets, the
+batch-shared set) with Adam and with plain SGD, in fp32 and in bf16, measured in one process.
+
+    python -m benches.precision_cost [--samples 25600] [--threads 2] [--repeats 3]
+
+SGD keeps no optimizer state, so SGD / Adam bounds what any cheaper state (row-wise or BF16
+moments, momentum-free variants) could gain; bf16 / fp32 is what BF16 weight reads gain. The
+configurations run round-robin `--repeats` times and each reports its median (see
+benches/training_rate.py). Writes benches/results/precision_cost.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from pathlib import Path
+
+from .compare.slide_system import BATCH_SHARED
+from .environment import describe
+from .training_rate import round_robin_medians, samples_per_second
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main() -> int:
+    import slide
+    from slide.datasets import synthetic_amazon670k
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=25_600)
+    ap.add_argument("--warmup", type=int, default=6_400)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    train, _ = synthetic_amazon670k(n_train=args.warmup + args.samples, n_test=1, seed=0)
+    data = (train.X, train.Y)
+    modes = {"per-sample (SLIDE)": slide.LSHConfig(), "batch-shared": BATCH_SHARED}
+    configs = {(mode, opt, prec): functools.partial(samples_per_second, data, lsh, threads=args.threads,
+                                                    warmup=args.warmup, samples=args.samples,
+                                                    batch_size=args.batch_size, optimizer=opt, precision=prec)
+               for mode, lsh in modes.items() for opt in ("adam", "sgd") for prec in ("fp32", "bf16")}
+    rates = round_robin_medians(configs, args.repeats)
+    rows = []
+    for (mode, opt, prec), r in rates.items():
+        vs_adam_fp32 = r["median"] / rates[(mode, "adam", "fp32")]["median"]
+        rows.append({"mode": mode, "optimizer": opt, "precision": prec, "samples_per_second": r["median"],
+                     "runs": r["runs"], "vs_adam_fp32": vs_adam_fp32})
+        print(f"{mode:20s} {opt:4s} {prec}: {r['median']:8,.0f} samples/s  ({vs_adam_fp32:.2f}x Adam fp32)",
+              flush=True)
+    report = {"benchmark": "precision_cost", "environment": describe(args.threads), "samples": args.samples,
+              "warmup": args.warmup, "batch_size": args.batch_size, "repeats": args.repeats, "results": rows}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "precision_cost.json").write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

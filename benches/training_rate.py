@@ -1,0 +1,38 @@
+"""Timing training throughput on a noisy shared machine: each configuration builds a fresh network,
+warms up, then times a fixed number of samples (table maintenance included); configurations run
+round-robin `repeats` times so drift in the machine's load hits all of them alike, and each reports
+the median of its runs."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Hashable
+
+import numpy as np
+
+
+def samples_per_second(data, lsh, *, threads: int, warmup: int, samples: int, batch_size: int,
+                       optimizer: str = "adam", precision: str = "fp32") -> float:
+    import slide
+
+    X, Y = data
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(128,), lsh=lsh, threads=threads, optimizer=optimizer,
+                        precision=precision, seed=0)
+    prepared = net.prepare(X, Y)
+    rows = np.random.default_rng(0).permutation(X.shape[0])
+    net.train_rows(prepared, rows[:warmup], batch_size=batch_size, lr=1e-3)
+    t0 = time.perf_counter()
+    net.train_rows(prepared, rows[warmup:warmup + samples], batch_size=batch_size, lr=1e-3)
+    return samples / (time.perf_counter() - t0)
+
+
+def round_robin_medians(configs: dict[Hashable, Callable[[], float]], repeats: int,
+                        log: Callable[[str], None] = print) -> dict[Hashable, dict]:
+    """{config: {"median": m, "runs": [...]}} after `repeats` rounds over all configs."""
+    runs: dict[Hashable, list[float]] = {key: [] for key in configs}
+    for r in range(repeats):
+        for key, measure in configs.items():
+            runs[key].append(measure())
+            log(f"  round {r + 1}/{repeats}  {key}: {runs[key][-1]:,.0f} samples/s")
+    return {key: {"median": statistics.median(v), "runs": v} for key, v in runs.items()}
