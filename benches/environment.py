@@ -11,8 +11,9 @@ def git_commit() -> str:
     try:
         root = Path(__file__).resolve().parents[1]
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True).stdout.strip()
+        # Result files a benchmark run rewrites do not make the code it measured dirty.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benches/results"], cwd=root, capture_output=True, text=True).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except OSError:
         return "unknown"
