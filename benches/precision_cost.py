@@ -14,34 +14,20 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-from pathlib import Path
 
-from .compare.slide_system import BATCH_SHARED
-from .environment import describe
-from .training_rate import round_robin_medians, samples_per_second
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from .training_rate import add_arguments, generated_data, modes, round_robin_medians, samples_per_second, write_report
 
 
 def main() -> int:
-    import slide
-    from slide.datasets import synthetic_amazon670k
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", type=int, default=25_600)
-    ap.add_argument("--warmup", type=int, default=6_400)
+    add_arguments(ap)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    train, _ = synthetic_amazon670k(n_train=args.warmup + args.samples, n_test=1, seed=0)
-    data = (train.X, train.Y)
-    modes = {"per-sample (SLIDE)": slide.LSHConfig(), "batch-shared": BATCH_SHARED}
+    data = generated_data(args)
     configs = {(mode, opt, prec): functools.partial(samples_per_second, data, lsh, threads=args.threads,
                                                     warmup=args.warmup, samples=args.samples,
                                                     batch_size=args.batch_size, optimizer=opt, precision=prec)
-               for mode, lsh in modes.items() for opt in ("adam", "sgd") for prec in ("fp32", "bf16")}
+               for mode, lsh in modes().items() for opt in ("adam", "sgd") for prec in ("fp32", "bf16")}
     rates = round_robin_medians(configs, args.repeats)
     rows = []
     for (mode, opt, prec), r in rates.items():
@@ -50,10 +36,7 @@ def main() -> int:
                      "runs": r["runs"], "vs_adam_fp32": vs_adam_fp32})
         print(f"{mode:20s} {opt:4s} {prec}: {r['median']:8,.0f} samples/s  ({vs_adam_fp32:.2f}x Adam fp32)",
               flush=True)
-    report = {"benchmark": "precision_cost", "environment": describe(args.threads), "samples": args.samples,
-              "warmup": args.warmup, "batch_size": args.batch_size, "repeats": args.repeats, "results": rows}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "precision_cost.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_report("precision_cost", args, args.threads, rows)
     return 0
 
 

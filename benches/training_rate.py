@@ -5,11 +5,50 @@ the median of its runs."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import time
+from pathlib import Path
 from typing import Callable, Hashable
 
 import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def add_arguments(ap: argparse.ArgumentParser, *, samples: int = 25_600, repeats: int = 3) -> None:
+    ap.add_argument("--samples", type=int, default=samples)
+    ap.add_argument("--warmup", type=int, default=6_400)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--repeats", type=int, default=repeats)
+
+
+def generated_data(args):
+    """(X, Y) of Amazon-670K's shape with just the points the warm-up and timed samples need."""
+    from slide.datasets import synthetic_amazon670k
+
+    train, _ = synthetic_amazon670k(n_train=args.warmup + args.samples, n_test=1, seed=0)
+    return train.X, train.Y
+
+
+def modes() -> dict:
+    """SLIDE's per-sample active sets and the batch-shared set of the comparison."""
+    import slide
+
+    from .compare.slide_system import BATCH_SHARED
+
+    return {"per-sample (SLIDE)": slide.LSHConfig(), "batch-shared": BATCH_SHARED}
+
+
+def write_report(name: str, args, threads: int, rows: list[dict]) -> None:
+    """benches/results/<name>.json with the environment and the timing settings."""
+    from .environment import describe
+
+    report = {"benchmark": name, "environment": describe(threads), "samples": args.samples, "warmup": args.warmup,
+              "batch_size": args.batch_size, "repeats": args.repeats, "results": rows}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 def samples_per_second(data, lsh, *, threads: int, warmup: int, samples: int, batch_size: int,
