@@ -17,11 +17,11 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def add_arguments(ap: argparse.ArgumentParser, *, samples: int = 25_600, repeats: int = 3) -> None:
-    ap.add_argument("--samples", type=int, default=samples)
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--samples", type=int, default=25_600)
     ap.add_argument("--warmup", type=int, default=6_400)
     ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--repeats", type=int, default=repeats)
+    ap.add_argument("--repeats", type=int, default=3)
 
 
 def generated_data(args):

@@ -13,8 +13,9 @@ time or `--max-epochs`, is evaluated exactly at evenly spaced checkpoints on a 2
 the shuffled test set and at the end on all of it. Writes benches/results/compare/<system>.json,
 compare.json, compare.md and compare_p1.png.
 
-`--cluster-size N` generates labels in clusters of N near-duplicates (siblings share `--cluster-share` of their
-signature, default half), the structure hard negatives exist for; its results go to benches/results/compare-clustered/.
+`--cluster-size N` generates labels in clusters of N near-duplicates (siblings share
+`--cluster-share` of their signature, default half), the structure hard negatives exist for; its
+results go to benches/results/compare-clustered/.
 """
 
 from __future__ import annotations
