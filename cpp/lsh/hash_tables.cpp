@@ -1,10 +1,9 @@
 #include "lsh/hash_tables.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 
+#include "common/parallel.h"
 #include "common/rng.h"
 
 namespace slide {
@@ -25,12 +24,11 @@ std::size_t HashTables::stored() const {
 }
 
 void HashTables::build(const std::uint32_t* buckets, const std::uint32_t* order, std::uint64_t seed, int threads) {
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<std::uint32_t> seen(num_buckets_);
-#pragma omp for schedule(dynamic, 1)
-    for (int t = 0; t < tables_; ++t) build_table(t, buckets, order, seed, seen.data());
-  }
+  parallel_for(
+      threads, tables_, 1, [this] { return std::vector<std::uint32_t>(num_buckets_); },
+      [&](std::vector<std::uint32_t>& seen, std::int64_t t) {
+        build_table(static_cast<int>(t), buckets, order, seed, seen.data());
+      });
 }
 
 void HashTables::build_table(int t, const std::uint32_t* buckets, const std::uint32_t* order, std::uint64_t seed,

@@ -9,12 +9,15 @@ namespace slide {
 int code_bits(const LshConfig& c) {
   if (c.family == HashKind::kSimHash) return 1;
   int bits = 0;
-  while ((1 << bits) < c.bin_size) ++bits;
+  while ((std::int64_t{1} << bits) < c.bin_size) ++bits;
   return std::max(bits, 1);
 }
 
+// In 64 bits: k can be anything a user typed, and k x bits must not wrap past the "<= 32" check.
+static std::int64_t code_width(const LshConfig& c) { return std::int64_t{c.k} * code_bits(c); }
+
 int effective_range_bits(const LshConfig& c) {
-  int total = c.k * code_bits(c);
+  const int total = static_cast<int>(std::min<std::int64_t>(code_width(c), 32));
   if (c.range_bits <= 0) return std::min(total, 18);
   return std::min(total, c.range_bits);
 }
@@ -27,8 +30,8 @@ void validate(const LshConfig& c, int dim, std::uint32_t num_neurons) {
   if (c.family == HashKind::kWta || c.family == HashKind::kDwta)
     SLIDE_REQUIRE(c.bin_size <= dim, "lsh.bin_size (" << c.bin_size << ") must not exceed the layer input width ("
                                                       << dim << ") for WTA/DWTA");
-  SLIDE_REQUIRE(c.k * code_bits(c) <= 32, "lsh.k x code bits must be <= 32 (k=" << c.k << ", "
-                                              << code_bits(c) << " bits per code)");
+  SLIDE_REQUIRE(code_width(c) <= 32, "lsh.k x code bits must be <= 32 (k=" << c.k << ", " << code_bits(c)
+                                       << " bits per code, so k <= " << 32 / code_bits(c) << ")");
   SLIDE_REQUIRE(c.range_bits >= 0 && c.range_bits <= 24,
                 "lsh.range_bits must be in [1, 24] (or 0 for the default), got " << c.range_bits);
   SLIDE_REQUIRE(c.bucket_size >= 1, "lsh.bucket_size must be >= 1, got " << c.bucket_size);

@@ -1,11 +1,11 @@
 #include "lsh/neuron_index.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <numeric>
 
+#include "common/parallel.h"
 #include "common/rng.h"
 
 namespace slide {
@@ -43,20 +43,24 @@ std::size_t NeuronIndex::memory_bytes() const {
 void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool only_due) {
   const double t0 = now_seconds();
   const int L = config_.l;
-  std::int64_t hashed = 0;
-#pragma omp parallel num_threads(threads_) reduction(+ : hashed)
-  {
-    HashScratch scratch;
-    family_->prepare(scratch);
-    std::vector<std::uint32_t> buckets(L);
-#pragma omp for schedule(dynamic, 256)
-    for (std::int64_t j = 0; j < static_cast<std::int64_t>(neurons_); ++j) {
-      if (only_due && !due(static_cast<std::uint32_t>(j))) continue;
-      family_->buckets(weights + j * stride, buckets.data(), scratch);
-      for (int t = 0; t < L; ++t) codes_[static_cast<std::size_t>(t) * neurons_ + j] = buckets[t];
-      ++hashed;
-    }
-  }
+  struct Scratch {
+    HashScratch hash;
+    std::vector<std::uint32_t> buckets;
+  };
+  std::atomic<std::int64_t> hashed{0};
+  parallel_for(
+      threads_, static_cast<std::int64_t>(neurons_), 256,
+      [&] {
+        Scratch s{HashScratch{}, std::vector<std::uint32_t>(L)};
+        family_->prepare(s.hash);
+        return s;
+      },
+      [&](Scratch& s, std::int64_t j) {
+        if (only_due && !due(static_cast<std::uint32_t>(j))) return;
+        family_->buckets(weights + j * stride, s.buckets.data(), s.hash);
+        for (int t = 0; t < L; ++t) codes_[static_cast<std::size_t>(t) * neurons_ + j] = s.buckets[t];
+        hashed.fetch_add(1, std::memory_order_relaxed);
+      });
   counters_.rehashed_neurons += hashed;
   counters_.hashing_seconds += now_seconds() - t0;
 }

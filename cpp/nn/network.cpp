@@ -1,10 +1,9 @@
 #include "nn/network.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
+#include "common/parallel.h"
 #include "common/rng.h"
 #include "simd/kernels.h"
 
@@ -41,12 +40,11 @@ void Network::init_weights() {
   // Row r of a matrix draws from its own generator, so initialisation is parallel and still a
   // function of the seed alone.
   auto init = [this](Parameters& p, float stddev, std::uint64_t salt) {
-#pragma omp parallel for num_threads(config_.threads) schedule(static)
-    for (std::int64_t r = 0; r < static_cast<std::int64_t>(p.rows); ++r) {
+    parallel_for(config_.threads, static_cast<std::int64_t>(p.rows), [&](std::int64_t r) {
       Rng rng(mix64(config_.seed ^ salt) + static_cast<std::uint64_t>(r));
       float* w = p.row(static_cast<std::uint32_t>(r));
       for (std::uint32_t c = 0; c < p.cols; ++c) w[c] = stddev * rng.normal();
-    }
+    });
   };
   init(input.table, 0.1f, 0x11);
   for (std::size_t i = 0; i < layers.size(); ++i) {

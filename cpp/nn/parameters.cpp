@@ -1,9 +1,10 @@
 #include "nn/parameters.h"
 
-#include <omp.h>
-
+#include <atomic>
 #include <cmath>
 #include <cstring>
+
+#include "common/parallel.h"
 
 namespace slide {
 
@@ -32,9 +33,9 @@ void Parameters::enable_bf16(int threads) {
 void Parameters::sync_bf16(int threads) {
   if (!has_bf16()) return;
   const Kernels& k = kernels();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows); ++r)
+  parallel_for(threads, static_cast<std::int64_t>(rows), [&](std::int64_t r) {
     k.to_bf16(row(static_cast<std::uint32_t>(r)), weight_bf16.data() + static_cast<std::size_t>(r) * stride, cols);
+  });
 }
 
 std::size_t Parameters::memory_bytes() const {
@@ -80,9 +81,8 @@ static std::int64_t update_rows(Parameters& p, std::int64_t count, RowOf row_of,
                         std::int64_t step, float grad_scale, int threads) {
   const Kernels& k = kernels();
   const AdamStep s = adam_step(opt, lr, step, grad_scale);
-  std::int64_t nonfinite = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : nonfinite)
-  for (std::int64_t i = 0; i < count; ++i) {
+  std::atomic<std::int64_t> nonfinite{0};
+  parallel_for(threads, count, [&](std::int64_t i) {
     const std::uint32_t r = row_of(i);
     const std::size_t off = static_cast<std::size_t>(r) * p.stride;
     if (opt.kind == OptimizerKind::kAdam) {
@@ -96,10 +96,11 @@ static std::int64_t update_rows(Parameters& p, std::int64_t count, RowOf row_of,
     if (p.has_bf16()) k.to_bf16(p.row(r), p.weight_bf16.data() + off, p.cols);
     // Checked while the row is still in cache, so divergence is caught in the batch that causes it.
     // Adam's second moment is checked too: it overflows first, then silently freezes the row.
-    nonfinite += has_nonfinite(p.row(r), p.cols) || (p.row_bias && !std::isfinite(p.bias[r])) ||
-                 (opt.kind == OptimizerKind::kAdam && has_nonfinite(p.adam_v.data() + off, p.cols));
-  }
-  return nonfinite;
+    if (has_nonfinite(p.row(r), p.cols) || (p.row_bias && !std::isfinite(p.bias[r])) ||
+        (opt.kind == OptimizerKind::kAdam && has_nonfinite(p.adam_v.data() + off, p.cols)))
+      nonfinite.fetch_add(1, std::memory_order_relaxed);
+  });
+  return nonfinite.load();
 }
 
 std::int64_t Parameters::update(const std::vector<const std::vector<std::uint32_t>*>& lists,

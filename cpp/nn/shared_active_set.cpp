@@ -1,8 +1,8 @@
 #include "nn/shared_active_set.h"
 
-#include <omp.h>
-
 #include <algorithm>
+
+#include "common/parallel.h"
 
 namespace slide {
 
@@ -44,24 +44,26 @@ std::uint32_t SharedActiveSet::build(const HashTables& tables, const std::uint32
   ids_.clear();
   for (std::uint32_t id : labels) add(id);
   const std::size_t num_labels = ids_.size();
-  const int T = static_cast<int>(counters_.size()), L = tables.tables();
-#pragma omp parallel num_threads(T)
-  {
-    const int t = omp_get_thread_num();
+  const int L = tables.tables();
+  int team_size = 1;
+  parallel_team(static_cast<int>(counters_.size()), [&](int t, int team) {
+    if (t == 0) team_size = team;
     Counter& c = counters_[t];
     c.seen.clear();
     for (std::size_t i = 0; i < num_labels; ++i) c.hits[ids_[i]] = kAbsent;
-    count(tables, buckets, samples, L * t / T, L * (t + 1) / T, c);
-  }
-  // Merge into the first counter; each other counter is left all zero (labels aside).
+    count(tables, buckets, samples, L * t / team, L * (t + 1) / team, c);
+  });
+  // Merge into the first counter; each other counter is left empty and all zero (labels aside).
   Counter& all = counters_[0];
-  for (int t = 1; t < T; ++t)
+  for (int t = 1; t < team_size; ++t) {
     for (std::uint32_t id : counters_[t].seen) {
       std::uint32_t& h = counters_[t].hits[id];
       if (all.hits[id] == 0) all.seen.push_back(id);
       all.hits[id] += h;
       h = 0;
     }
+    counters_[t].seen.clear();
+  }
   std::vector<std::uint32_t>& candidates = all.seen;
   const std::vector<std::uint32_t>& hits = all.hits;
   const std::uint32_t retrieved = static_cast<std::uint32_t>(candidates.size());

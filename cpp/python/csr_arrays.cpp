@@ -42,7 +42,8 @@ CsrFloat features_view(const IndptrArray& indptr, const IndexArray& indices, con
   v.data = data.data();
   for_rows(v.rows, rows, [&](std::int64_t r) {
     const std::int64_t b = v.indptr[r], e = v.indptr[r + 1];
-    SLIDE_REQUIRE(b <= e && e <= static_cast<std::int64_t>(indices.size()), "X: indptr is not monotone at row " << r);
+    SLIDE_REQUIRE(0 <= b && b <= e && e <= static_cast<std::int64_t>(indices.size()),
+                  "X: indptr is not monotone at row " << r);
     for (std::int64_t i = b; i < e; ++i) {
       SLIDE_REQUIRE(v.indices[i] >= 0 && v.indices[i] < cols,
                     "X: row " << r << " has feature id " << v.indices[i] << ", expected [0, " << cols << ")");
@@ -60,7 +61,8 @@ CsrIds labels_view(const IndptrArray& indptr, const IndexArray& indices, std::in
   v.indices = indices.data();
   for_rows(v.rows, rows, [&](std::int64_t r) {
     const std::int64_t b = v.indptr[r], e = v.indptr[r + 1];
-    SLIDE_REQUIRE(b <= e && e <= static_cast<std::int64_t>(indices.size()), "Y: indptr is not monotone at row " << r);
+    SLIDE_REQUIRE(0 <= b && b <= e && e <= static_cast<std::int64_t>(indices.size()),
+                  "Y: indptr is not monotone at row " << r);
     for (std::int64_t i = b; i < e; ++i) {
       SLIDE_REQUIRE(v.indices[i] >= 0 && v.indices[i] < cols,
                     "Y: row " << r << " has label " << v.indices[i] << ", expected [0, " << cols << ")");

@@ -1,12 +1,12 @@
-// Rows [0, count) in chunks over the network's threads, each with its own ThreadState. No exception
-// escapes the parallel region; the first one is rethrown after the threads join.
+// Rows [0, count) in chunks over the network's threads, each with its own ThreadState
+// (common/parallel.h: split by the real team, exceptions rethrown after the join).
 #pragma once
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 
+#include "common/parallel.h"
 #include "nn/network.h"
 
 namespace slide {
@@ -14,21 +14,9 @@ namespace slide {
 // body(ThreadState&, begin, end) for consecutive chunks of `chunk` rows, handed out dynamically.
 template <class Body>
 void parallel_rows(Network& net, std::int64_t count, std::int64_t chunk, Body body) {
-  std::exception_ptr error;
-#pragma omp parallel num_threads(net.threads())
-  {
-    ThreadState& ts = net.state(omp_get_thread_num());
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < (count + chunk - 1) / chunk; ++c) {
-      try {
-        body(ts, c * chunk, std::min(count, (c + 1) * chunk));
-      } catch (...) {
-#pragma omp critical(slide_parallel_rows_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  parallel_for(
+      net.threads(), (count + chunk - 1) / chunk, 1, [&net] { return &net.state(omp_get_thread_num()); },
+      [&](ThreadState* ts, std::int64_t c) { body(*ts, c * chunk, std::min(count, (c + 1) * chunk)); });
 }
 
 }  // namespace slide

@@ -1,12 +1,11 @@
 #include "train/shared_batch.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "common/aligned_array.h"
+#include "common/parallel.h"
 #include "simd/kernels.h"
 #include "train/parallel_rows.h"
 
@@ -26,12 +25,6 @@ Range share(std::size_t n, int parts, int t, std::size_t align) {
   const std::size_t blocks = (n + align - 1) / align;
   const std::size_t b0 = blocks * t / parts, b1 = blocks * (t + 1) / parts;
   return {std::min(n, b0 * align), std::min(n, b1 * align)};
-}
-
-template <class Body>
-void on_threads(int threads, Body body) {
-#pragma omp parallel num_threads(threads)
-  body(omp_get_thread_num());
 }
 
 class SharedBatch {
@@ -110,8 +103,8 @@ class SharedBatch {
   // Logits of output positions [c0, c0 + nc) for every sample, bias included, into w_.logits.
   void chunk_logits(std::size_t c0, std::size_t nc) {
     const bool gather = ids_ != nullptr;
-    on_threads(T_, [&](int t) {
-      const Range r = share(nc, T_, t, 16);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(nc, team, t, 16);
       for (std::size_t n = r.begin; n < r.end; ++n) {
         const std::uint32_t j = neuron(c0 + n);
         const float* row = p_.row(j);
@@ -125,14 +118,14 @@ class SharedBatch {
         w_.bias[n] = p_.bias[j];
       }
     });
-    on_threads(T_, [&](int t) {
-      const Range r = share(nc, T_, t, 32);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(nc, team, t, 32);
       if (r.end > r.begin)
         k_.gemm(B_, r.end - r.begin, K_, w_.hidden.data(), ldh_, &w_.weights_t[r.begin], ldc_, &w_.logits[r.begin],
                 ldc_, false);
     });
-    on_threads(T_, [&](int t) {
-      const Range r = share(B_, T_, t, 1);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(B_, team, t, 1);
       for (std::size_t b = r.begin; b < r.end; ++b) k_.axpy(1.0f, w_.bias.data(), &w_.logits[b * ldc_], nc);
     });
   }
@@ -140,8 +133,8 @@ class SharedBatch {
   // Folds a chunk into each sample's running max and sum of exp (online softmax). With one chunk
   // (`keep_exp`) the exponentials stay in the logits buffer for the gradient.
   void accumulate_normalisers(std::size_t nc, bool keep_exp) {
-    on_threads(T_, [&](int t) {
-      const Range r = share(B_, T_, t, 1);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(B_, team, t, 1);
       for (std::size_t b = r.begin; b < r.end; ++b) {
         float* z = &w_.logits[b * ldc_];
         const float m = std::max(w_.row_max[b], k_.max_value(z, nc));
@@ -156,8 +149,8 @@ class SharedBatch {
   // softmax minus the target, which spreads 1/|labels| over the sample's labels. Adds the labels'
   // share of the loss.
   void chunk_softmax_gradient(std::size_t c0, std::size_t nc, bool have_exp) {
-    on_threads(T_, [&](int t) {
-      const Range r = share(B_, T_, t, 1);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(B_, team, t, 1);
       for (std::size_t b = r.begin; b < r.end; ++b) {
         float* z = &w_.logits[b * ldc_];
         if (have_exp) {
@@ -185,19 +178,19 @@ class SharedBatch {
     const bool copied = gathered || p_.has_bf16();  // the chunk's rows sit in w_.weights
     const float* wa = copied ? w_.weights.data() : p_.row(static_cast<std::uint32_t>(c0));
     const std::size_t ldw = copied ? ldh_ : p_.stride;
-    on_threads(T_, [&](int t) {
-      const Range r = share(B_, T_, t, 1);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(B_, team, t, 1);
       if (r.end > r.begin)
         k_.gemm(r.end - r.begin, K_, nc, &w_.logits[r.begin * ldc_], ldc_, wa, ldw, &w_.hidden_delta[r.begin * ldh_],
                 ldh_, c0 > 0);
     });
-    on_threads(T_, [&](int t) {  // G^T, so the weight gradient is a plain product too
-      const Range r = share(nc, T_, t, 16);
+    parallel_team(T_, [&](int t, int team) {  // G^T, so the weight gradient is a plain product too
+      const Range r = share(nc, team, t, 16);
       for (std::size_t n = r.begin; n < r.end; ++n)
         for (std::size_t b = 0; b < B_; ++b) w_.logits_t[n * B_ + b] = w_.logits[b * ldc_ + n];
     });
-    on_threads(T_, [&](int t) {
-      const Range r = share(nc, T_, t, 6);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(nc, team, t, 6);
       if (r.end == r.begin) return;
       const float* gt = &w_.logits_t[r.begin * B_];
       if (!gathered) {  // rows of a dense layer are contiguous: accumulate in place

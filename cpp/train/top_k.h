@@ -23,7 +23,7 @@ class TopK {
       if (static_cast<int>(ids_.size()) == k_) find_min();
       return;
     }
-    if (!(score > min_)) return;
+    if (!beats_min(id, score)) return;
     ids_[min_pos_] = id;
     scores_[min_pos_] = score;
     find_min();
@@ -43,10 +43,15 @@ class TopK {
   }
 
  private:
+  // Ties go to the smaller id, whatever order ids arrive in: the entry to evict is the lowest
+  // score, and among equal scores the largest id.
+  bool beats_min(std::int32_t id, float score) const {
+    return score > min_ || (score == min_ && id < ids_[min_pos_]);
+  }
   void find_min() {
     min_pos_ = 0;
     for (std::size_t i = 1; i < scores_.size(); ++i)
-      if (scores_[i] < scores_[min_pos_]) min_pos_ = i;
+      if (scores_[i] < scores_[min_pos_] || (scores_[i] == scores_[min_pos_] && ids_[i] > ids_[min_pos_])) min_pos_ = i;
     min_ = scores_[min_pos_];
   }
   int k_;
