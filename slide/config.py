@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -9,6 +10,10 @@ from . import _core
 
 HashFamilyName = Literal["dwta", "wta", "simhash", "minhash"]
 BucketPolicyName = Literal["fifo", "reservoir"]
+
+
+# The engine's field widths: the sample intervals are 64-bit, every other integer 32-bit.
+_INT_LIMIT = defaultdict(lambda: 2**31, rehash_every=2**63, rebuild_every=2**63)
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,10 @@ class LSHConfig:
             value = getattr(self, f.name)
             if f.type in ("int", int) and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"LSHConfig.{f.name} must be an integer, got {value!r}")
+            if f.type in ("int", int) and not -_INT_LIMIT[f.name] <= value < _INT_LIMIT[f.name]:
+                raise ValueError(f"LSHConfig.{f.name} must be below {_INT_LIMIT[f.name]:,} in magnitude, got {value:,}")
+            if f.type in ("float", float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"LSHConfig.{f.name} must be a number, got {value!r}")
         # The remaining range checks live in C++ (lsh_config.cpp) and surface as ValueError.
 
     def to_core(self) -> _core.LshConfig:
@@ -94,4 +103,11 @@ class LSHConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LSHConfig":
+        """An LSHConfig from a dict (a run.toml [lsh] table); unknown keys are a ValueError naming them."""
+        if not isinstance(d, dict):
+            raise ValueError(f"an LSH configuration must be a table of settings, got {d!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(known))
+        if unknown:
+            raise ValueError(f"unknown LSH settings {unknown}; known: {known}")
         return cls(**d)

@@ -3,17 +3,20 @@ either dense (full softmax, the exact reference) or sampled by LSH (SLIDE)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import threading
 import time
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _core, memory
-from ._inputs import LabelsLike, as_features, as_labels
+from ._inputs import MAX_DIM, LabelsLike, as_features, as_labels
 from .config import LSHConfig
 from .metrics import ranking_report
 from .schedules import Schedule, check_schedule, lr_multiplier
@@ -22,6 +25,8 @@ log = logging.getLogger("slide")
 
 _DEFAULT_LSH = LSHConfig()
 _ESTIMATE_BATCH = 1024  # the batch size the workspace estimate allows for (fit's default is 128)
+_MAX_SEED = 2**64 - 1  # the engine's seed is a uint64
+_DEFAULT_KS = (1, 3, 5)
 
 
 def default_threads() -> int:
@@ -29,6 +34,30 @@ def default_threads() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def _one_call_at_a_time(method):
+    """Refuse a call from a second Python thread while one is running: the worker threads' scratch
+    is shared across calls, so two at once would corrupt memory. The same thread may re-enter (a
+    `fit` callback may call `predict`)."""
+
+    @functools.wraps(method)
+    def guarded(self: "Network", *args, **kwargs):
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError(f"Network.{method.__name__} was called while another thread runs "
+                               f"Network.{self._busy_with} on the same network; a Network runs one call at a "
+                               "time: wait for that call, or give each thread its own Network")
+        outermost = self._busy_with is None
+        if outermost:
+            self._busy_with = method.__name__
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            if outermost:
+                self._busy_with = None
+            self._busy.release()
+
+    return guarded
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -82,7 +111,8 @@ class Network:
     Args:
         input_dim: number of sparse input features.
         output_dim: number of labels (output neurons).
-        hidden: sizes of the hidden ReLU layers; the first is the sparse-input embedding.
+        hidden: sizes of the hidden ReLU layers (one int for one layer); the first is the
+            sparse-input embedding.
         lsh: how the output layer samples its active neurons; ``None`` trains the full softmax.
         hidden_lsh: optional per-hidden-layer LSH configs (``None`` = dense); the first hidden
             layer cannot be sampled.
@@ -94,7 +124,8 @@ class Network:
             the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
             elsewhere) while the optimizer updates fp32 master weights. Prediction with
             ``mode="dense"`` uses the fp32 weights.
-        threads: worker threads (HOGWILD); default: the CPUs this process may use.
+        threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
+            than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
             ``threads=1`` training is reproducible bit for bit.
     """
@@ -103,7 +134,7 @@ class Network:
         self,
         input_dim: int,
         output_dim: int,
-        hidden: Sequence[int] = (128,),
+        hidden: Union[int, Sequence[int]] = (128,),
         *,
         lsh: Optional[LSHConfig] = _DEFAULT_LSH,
         hidden_lsh: Optional[Sequence[Optional[LSHConfig]]] = None,
@@ -117,30 +148,44 @@ class Network:
         threads: Optional[int] = None,
         seed: int = 0,
     ) -> None:
-        _check_int("input_dim", input_dim, 1)
-        _check_int("output_dim", output_dim, 1)
+        _check_int("input_dim", input_dim, 1, MAX_DIM)
+        _check_int("output_dim", output_dim, 1, MAX_DIM)
+        if isinstance(hidden, (int, np.integer)) and not isinstance(hidden, bool):
+            hidden = (hidden,)
+        if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__"):
+            raise ValueError(f"hidden must be a layer size or a sequence of layer sizes, got {hidden!r}")
         hidden = tuple(hidden)
         if not hidden:
             raise ValueError("hidden must name at least one hidden layer size")
         for h in hidden:
-            _check_int("hidden layer size", h, 1)
+            _check_int("hidden layer size", h, 1, MAX_DIM)
         if lsh is not None and not isinstance(lsh, LSHConfig):
             raise ValueError(f"lsh must be an LSHConfig or None, got {type(lsh).__name__}")
         hidden_lsh = tuple(hidden_lsh) if hidden_lsh is not None else (None,) * len(hidden)
         if len(hidden_lsh) != len(hidden):
             raise ValueError(f"hidden_lsh has {len(hidden_lsh)} entries for {len(hidden)} hidden layers")
+        if any(c is not None and not isinstance(c, LSHConfig) for c in hidden_lsh):
+            raise ValueError("hidden_lsh entries must be LSHConfig or None")
         if hidden_lsh[0] is not None:
             raise ValueError("the first hidden layer (the sparse-input embedding) cannot be sampled")
         if optimizer not in ("adam", "sgd"):
             raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
-        if not (np.isfinite(learning_rate) and learning_rate > 0):
+        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(learning_rate) and learning_rate > 0):
             raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
         check_schedule(lr_schedule)
         if precision not in ("fp32", "bf16"):
             raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+        for name, value in (("beta1", beta1), ("beta2", beta2), ("eps", eps)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
         threads = default_threads() if threads is None else threads
-        _check_int("threads", threads, 1)
-        _check_int("seed", seed, 0)
+        _check_int("threads", threads, 1, 1024)
+        if threads > default_threads():
+            warnings.warn(f"threads={threads} is more than the {default_threads()} CPUs this process may use; "
+                          "extra threads wait for each other and make training slower, not faster",
+                          RuntimeWarning, stacklevel=2)
+        _check_int("seed", seed, 0, _MAX_SEED)
 
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
@@ -149,6 +194,7 @@ class Network:
         self.precision = precision
         self.threads, self.seed = int(threads), int(seed)
         self.interrupted = False
+        self._busy, self._busy_with = threading.RLock(), None
         config = self._core_config()
         self.memory_estimate: dict[str, int] = dict(_core.estimate_memory(config, _ESTIMATE_BATCH))
         memory.check_fits(self.memory_estimate, f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> "
@@ -222,6 +268,7 @@ class Network:
         X = as_features(X, self.input_dim)
         return TrainingData(X, as_labels(Y, self.output_dim, X.shape[0]))
 
+    @_one_call_at_a_time
     def train_rows(self, data: "TrainingData", rows: np.ndarray, *, batch_size: int, lr, bar=None) -> dict[str, float]:
         """Train on data's `rows`, in that order, `batch_size` at a time.
 
@@ -257,6 +304,7 @@ class Network:
             raise TrainingInterrupted(done, totals) from None
         return totals
 
+    @_one_call_at_a_time
     def fit(
         self,
         X,
@@ -296,9 +344,13 @@ class Network:
         _check_int("batch_size", batch_size, 1)
         if validation_mode not in ("dense", "sparse"):
             raise ValueError(f"validation_mode must be 'dense' or 'sparse', got {validation_mode!r}")
+        if callback is not None and not callable(callback):
+            raise ValueError(f"callback must be callable, got {callback!r}")
         data = self.prepare(X, Y)
         val = None
         if validation_data is not None:
+            if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+                raise ValueError("validation_data must be a pair (X_val, Y_val)")
             Xv = as_features(validation_data[0], self.input_dim, "validation X")
             val = (Xv, as_labels(validation_data[1], self.output_dim, Xv.shape[0], "validation Y"))
         n = len(data)
@@ -342,6 +394,7 @@ class Network:
         return history
 
     # ----------------------------------------------------------------- inference
+    @_one_call_at_a_time
     def predict(self, X, k: int = 5, *, mode: str = "dense") -> tuple[np.ndarray, np.ndarray]:
         """Top-k labels per sample: (ids int32 [n, k], scores float32 [n, k]), best first.
 
@@ -359,13 +412,32 @@ class Network:
         X = as_features(X, self.input_dim)
         return self._core.predict(X.indptr, X.indices, X.data, k, mode == "dense")
 
-    def evaluate(self, X, Y: LabelsLike, *, ks: Sequence[int] = (1, 3, 5), mode: str = "dense") -> dict[str, float]:
-        """P@k and nDCG@k for each k in ks (averaged over all samples)."""
+    @_one_call_at_a_time
+    def evaluate(self, X, Y: LabelsLike, *, ks: Optional[Sequence[int]] = None,
+                 mode: str = "dense") -> dict[str, float]:
+        """P@k and nDCG@k for each k in ks (averaged over all samples).
+
+        ks defaults to 1, 3 and 5, leaving out those above output_dim.
+        """
+        ks = self._ranks(ks)
         X = as_features(X, self.input_dim)
         Yc = as_labels(Y, self.output_dim, X.shape[0])
         ids, _ = self.predict(X, k=max(ks), mode=mode)
         return ranking_report(ids, Yc, ks)
 
+    def _ranks(self, ks: Optional[Sequence[int]]) -> tuple[int, ...]:
+        if ks is None:
+            return tuple(k for k in _DEFAULT_KS if k <= self.output_dim)
+        if isinstance(ks, (int, np.integer)) or not hasattr(ks, "__iter__"):
+            raise ValueError(f"ks must be a sequence of ranks such as (1, 3, 5), got {ks!r}")
+        ks = tuple(ks)
+        if not ks:
+            raise ValueError("ks must name at least one rank k")
+        for k in ks:
+            _check_int("each k in ks", k, 1, self.output_dim)
+        return ks
+
+    @_one_call_at_a_time
     def loss(self, X, Y: LabelsLike) -> float:
         """Mean exact softmax cross-entropy (every output neuron) over samples with labels."""
         X = as_features(X, self.input_dim)
@@ -373,6 +445,7 @@ class Network:
         return float(self._core.mean_loss(X.indptr, X.indices, X.data, Yc.indptr, Yc.indices))
 
     # ----------------------------------------------------------------- persistence
+    @_one_call_at_a_time
     def save(self, path: "os.PathLike[str] | str", *, include_optimizer: bool = True,
              extra: Optional[dict] = None) -> None:
         """Write the model atomically (temp file, fsync, rename). No pickle: loading runs no code.
@@ -409,11 +482,13 @@ def _layer(size: int, cfg: Optional[LSHConfig]) -> _core.LayerConfig:
     return layer
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
+def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = None) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum:,}, got {value:,}")
 
 
 def _progress_bar(total: int, desc: str, enabled: bool):

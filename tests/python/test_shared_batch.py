@@ -97,6 +97,7 @@ def test_shared_set_is_the_labels_plus_capped_candidates():
     assert len(touched) == per_sample  # every shared neuron gets gradient from every sample
 
 
+@pytest.mark.filterwarnings("ignore:threads=3 is more than:RuntimeWarning")  # 3 threads on purpose
 def test_threads_count_the_tables_apart_and_agree_with_one_thread():
     """Each thread counts its share of the tables; the merged counts must pick exactly the
     candidates one thread picks (the cap cuts through ties of counts, so a lost count shows)."""

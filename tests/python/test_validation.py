@@ -67,8 +67,10 @@ def test_bad_labels(net):
         net.fit(X, [[1], [2]], progress=False)
     with pytest.raises(ValueError, match="columns, expected output_dim=200"):
         net.fit(X, sp.csr_matrix((4, 300)), progress=False)
-    with pytest.raises(ValueError, match="dense"):
-        net.fit(X, np.zeros((4, 200)), progress=False)
+    with pytest.raises(ValueError, match="dense"):  # label ids in a dense array: not an indicator matrix
+        net.fit(X, np.array([[1, 2], [3, 4], [5, 6], [7, 8]]), progress=False)
+    with pytest.raises(ValueError, match="0/1 indicator"):
+        net.fit(X, np.full((4, 200), 2), progress=False)
 
 
 def test_bad_fit_and_predict_arguments(net):
@@ -120,3 +122,137 @@ def test_labels_as_lists_and_matrix_agree(net):
     a.fit(X, lists, epochs=2, progress=False)
     b.fit(X, Y, epochs=2, progress=False)
     np.testing.assert_array_equal(a.weights()["layers.0.weight"], b.weights()["layers.0.weight"])
+
+
+# ---------------------------------------------------------------- reliability round two (issue 12)
+
+@pytest.mark.parametrize("k", [1431655765, 715827883, 2**31 - 1, 11])
+def test_lsh_k_whose_code_width_overflows_is_a_value_error(k):
+    # k x 3 bits wrapped int32 and passed the "<= 32" check; the process was OOM-killed.
+    with pytest.raises(ValueError, match=r"lsh.k x code bits must be <= 32 .*k <= 10"):
+        slide.Network(50, 200, hidden=(16,), lsh=slide.LSHConfig(k=k, l=2), threads=1)
+
+
+def _corrupt(kind):
+    X = _X(20)
+    if kind == "huge":
+        X.indptr[5] = 10**7
+    elif kind == "decreasing":
+        X.indptr[5] = X.indptr[3] - 1
+    elif kind == "end":
+        X.indptr[-1] += 5
+    elif kind == "index":
+        X.indices[2] = 10**6
+    elif kind == "negative":
+        X.indices[2] = -1
+    elif kind == "short":
+        X.indptr = X.indptr[:-2]
+    return X
+
+
+@pytest.mark.parametrize("kind", ["huge", "decreasing", "end", "index", "negative", "short"])
+@pytest.mark.parametrize("call", ["fit", "predict", "evaluate", "loss"])
+def test_corrupt_csr_structure_is_a_value_error_not_a_crash(net, kind, call):
+    X, Y = _corrupt(kind), [[1]] * 20
+    run = {"fit": lambda: net.fit(X, Y, progress=False), "predict": lambda: net.predict(X),
+           "evaluate": lambda: net.evaluate(X, Y), "loss": lambda: net.loss(X, Y)}[call]
+    with pytest.raises(ValueError, match=r"X: CSR (indptr|indices)"):
+        run()
+
+
+def test_corrupt_label_matrix_and_coo_inputs(net):
+    X = _X()
+    Y = sp.csr_matrix((np.ones(4), ([0, 1, 2, 3], [1, 2, 3, 4])), shape=(4, 200))
+    Y.indptr[2] = 10**6
+    with pytest.raises(ValueError, match="Y: CSR indptr"):
+        net.fit(X, Y, progress=False)
+    C = _X().tocoo()
+    C.col[0] = 10**6
+    with pytest.raises(ValueError, match="COO column indices"):
+        net.predict(C)
+    np.testing.assert_array_equal(net.predict(_X().tocsc())[0], net.predict(_X())[0])
+
+
+@pytest.mark.parametrize("Y, match", [
+    ([[[1, 2]], [[3, 4]], [[5, 6]], [[7, 8]]], "row 0 is a 2-D array"),  # was accepted with labels shifted
+    ([2**64, 1, 2, 3], "label id 18446744073709551616 outside"),
+    ([[2**63], [1], [2], [3]], "outside"),
+    (["a", "b", "c", "d"], "string 'a'"),
+    ([[1.5], [1], [2], [3]], "must be integers"),
+    ([[True], [1], [2], [3]], "must be integers"),
+    ([[float("nan")], [1], [2], [3]], "must be integers"),
+    ([[1], {"a": 1}, [2], [3]], "row 1"),
+    (42, "sequence of per-sample labels"),
+])
+def test_malformed_label_rows_name_the_row(net, Y, match):
+    with pytest.raises(ValueError, match=match):
+        net.fit(_X(), Y, progress=False)
+
+
+def test_class_vectors_indicator_matrices_and_scalar_rows_mean_the_same_labels(net):
+    X = _X()
+    expected = [[1], [2], [3], [0]]
+    for Y in (np.array([1, 2, 3, 0]), [1, 2, 3, 0], np.eye(200, dtype=np.int8)[[1, 2, 3, 0]],
+              np.eye(200, dtype=bool)[[1, 2, 3, 0]], [[1], 2, np.int64(3), [0]]):
+        labels = net.prepare(X, Y).Y
+        assert [list(labels[i].indices) for i in range(4)] == expected
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(input_dim=2**31), "input_dim must be <= 2,147,483,647"),
+    (dict(output_dim=2**40), "output_dim must be <="),
+    (dict(hidden=(2**31,)), "hidden layer size must be <="),
+    (dict(seed=99999999999999999999999), "seed must be <="),
+    (dict(seed=-1), "seed must be >= 0"),
+    (dict(hidden="128"), "hidden must be a layer size"),
+    (dict(learning_rate="fast"), "learning_rate"),
+    (dict(beta1="x"), "beta1 must be a number"),
+    (dict(threads=5000), "threads must be <= 1,024"),
+    (dict(hidden=(16, 8), hidden_lsh=(None, "dwta")), "hidden_lsh entries"),
+])
+def test_out_of_range_and_mistyped_constructor_arguments(kwargs, match):
+    args = dict(input_dim=50, output_dim=200, hidden=(16,), threads=1)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        slide.Network(**args)
+
+
+def test_hidden_as_a_single_int_is_one_layer():
+    assert slide.Network(50, 200, hidden=32, lsh=None, threads=1).hidden == (32,)
+
+
+def test_more_threads_than_cpus_warns():
+    from slide.network import default_threads
+
+    with pytest.warns(RuntimeWarning, match=f"more than the {default_threads()} CPUs"):
+        slide.Network(50, 200, hidden=(16,), lsh=None, threads=default_threads() + 1)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(validation_data=(_X(),)), "pair"),
+    (dict(validation_data=_X()), "pair"),
+    (dict(callback=3), "callback must be callable"),
+])
+def test_bad_fit_keywords(net, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        net.fit(_X(), [[1], [2], [3], [4]], progress=False, **kwargs)
+
+
+@pytest.mark.parametrize("ks, match", [((), "at least one"), (5, "sequence of ranks"), ((0,), ">= 1"),
+                                       ((1, 201), "<= 200"), ((1.5,), "integer")])
+def test_bad_evaluation_ranks(net, ks, match):
+    with pytest.raises(ValueError, match=match):
+        net.evaluate(_X(), [[1], [2], [3], [4]], ks=ks)
+
+
+def test_fewer_labels_than_the_default_ranks_evaluates_the_ranks_that_exist():
+    tiny = slide.Network(50, 3, hidden=(8,), lsh=None, threads=1)
+    history = tiny.fit(_X(), [[0], [1], [2], [0]], progress=False, validation_data=(_X(), [[0], [1], [2], [0]]))
+    assert {"val_P@1", "val_P@3"} <= set(history[0]) and "val_P@5" not in history[0]
+
+
+@pytest.mark.parametrize("field, value", [("bucket_size", 2**31), ("l", -2**31 - 1), ("min_active", 2**40),
+                                          ("rehash_every", 2**63)])
+def test_lsh_integers_beyond_the_engines_field_width(field, value):
+    with pytest.raises(ValueError, match=f"LSHConfig.{field} must be below"):
+        slide.LSHConfig(**{field: value})
