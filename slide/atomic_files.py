@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable
 
+from .paths import output_file
+
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Run write(file) on a temporary file beside `path`, fsync it, then rename it over `path`.
@@ -17,7 +19,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     Raises OSError (same errno) naming `path`, what went wrong and that the previous file, if any,
     is unchanged.
     """
-    path = Path(path)
+    path = output_file(path, "output")
     tmp, replaced = None, False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

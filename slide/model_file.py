@@ -17,12 +17,14 @@ import numpy as np
 
 from ._version import __version__
 from .atomic_files import atomic_write
+from .paths import regular_file
 
 if TYPE_CHECKING:
     from .network import Network
 
 FORMAT = "slide-model"
 FORMAT_VERSION = 2  # 2 added per-array checksums
+MIN_FORMAT_VERSION = 2  # every array is verified: no header can switch its checksums off
 _HEADER = "__slide_header__"
 _MAX_HEADER_BYTES = 1 << 24
 # What zipfile, zlib and json raise on damaged bytes (a flipped compression-method byte gives
@@ -67,9 +69,7 @@ def _crc32(a: np.ndarray) -> str:
 
 def read_header(path: PathLike) -> dict:
     """The JSON header of a model file, checked for format and version."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no model file at {path}")
+    path = regular_file(path, "model file")
     try:
         with zipfile.ZipFile(path) as zf:
             if _HEADER + ".npy" not in zf.namelist():
@@ -86,13 +86,16 @@ def read_header(path: PathLike) -> dict:
     version = header.get("version")
     if not isinstance(version, int) or version < 1:
         raise ModelFileError(f"{path}: the header's format version {version!r} is not a positive integer")
+    if version < MIN_FORMAT_VERSION:
+        raise ModelFileError(f"{path}: model format {version} has no checksums; this slide reads only verified "
+                             f"files (format {MIN_FORMAT_VERSION} to {FORMAT_VERSION})")
     if version > FORMAT_VERSION:
         raise ModelFileError(f"{path} was written by a newer slide (model format {version}, this slide "
                          f"reads up to {FORMAT_VERSION}); upgrade slide to load it")
     for key, kind in (("config", dict), ("counters", dict), ("include_optimizer", bool), ("extra", dict)):
         if not isinstance(header.get(key), kind):
             raise ModelFileError(f"{path}: the header's {key!r} is missing or not a {kind.__name__}; the file is corrupted")
-    if version >= 2 and not isinstance(header.get("checksums"), dict):
+    if not isinstance(header.get("checksums"), dict):
         raise ModelFileError(f"{path}: the header lacks its array checksums; the file is corrupted")
     return header
 
@@ -106,7 +109,7 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
     except (TypeError, KeyError, AttributeError) as e:
         raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()
-    checksums = header.get("checksums")
+    checksums = header["checksums"]
     try:
         with zipfile.ZipFile(path) as zf:
             names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != _HEADER + ".npy"]
@@ -115,7 +118,7 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
                     raise ModelFileError(f"{path}: array {name!r} does not belong to this model's configuration")
                 with zf.open(name + ".npy") as f:
                     crc = _read_into(f, state[name], f"{path}: array {name!r}")
-                if checksums is not None and checksums.get(name) != crc:
+                if checksums.get(name) != crc:
                     raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
     except ModelFileError:
         raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from .atomic_files import atomic_write, remove_stale_temporaries
 from .model_file import read_header
 from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted, _progress_bar
 from .plots import plot_progress
+from .run_settings import RUN
 
 log = logging.getLogger("slide")
 
@@ -42,6 +44,7 @@ class Position:
     since_eval: int = 0
     loss_since_eval: float = 0.0
     labelled_since_eval: int = 0
+    metrics_bytes: int = 0      # length of metrics.jsonl when this position was saved
 
 
 @dataclass
@@ -75,9 +78,52 @@ class RunSettings:
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def check(self) -> None:
+        """ValueError naming the first setting out of its range (run_settings.RUN)."""
+        for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence"):
+            RUN[name].check(getattr(self, name))
+        if self.final_eval_samples is not None:
+            RUN["final_eval_samples"].check(self.final_eval_samples)
+
 
 def save_checkpoint(net: Network, run_dir: Path, pos: Position) -> None:
+    metrics = run_dir / METRICS
+    pos.metrics_bytes = metrics.stat().st_size if metrics.exists() else 0
     net.save(run_dir / CHECKPOINT, extra={"position": pos.__dict__})
+
+
+def _rewind_metrics(run_dir: Path, pos: Position) -> None:
+    """Drop what a killed run wrote after its checkpoint (records a resume writes again, and a torn
+    last line), so metrics.jsonl reads as one run that never stopped."""
+    metrics = run_dir / METRICS
+    if metrics.exists() and metrics.stat().st_size > pos.metrics_bytes:
+        with open(metrics, "r+b") as f:
+            f.truncate(pos.metrics_bytes)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, PLOT)
+
+
+def create_run_dir(run_dir: Path, *, overwrite: bool = False) -> None:
+    """Make a fresh run folder. An existing run is never reused silently: it is refused (resume it
+    with --resume) unless `overwrite`, which deletes its run files and nothing else; a non-empty
+    folder that is not a run is refused either way."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(f"--out {run_dir} is a file, not a folder")
+    if run_dir.is_dir():
+        present = sorted(p.name for p in run_dir.iterdir())
+        ours = [name for name in present if name in RUN_FILES or name.startswith(tuple(f".{f}." for f in RUN_FILES))]
+        if present and len(ours) < len(present):
+            raise ValueError(f"--out {run_dir} is a folder that holds other files ({', '.join(present[:3])}...); "
+                             "a run folder must be new or empty")
+        if ours and not overwrite:
+            raise ValueError(f"{run_dir} already holds a run; continue it with `slide train --resume {run_dir}`, "
+                             "or pass --overwrite to start it afresh (deletes its checkpoint, model and metrics)")
+        for name in ours:
+            (run_dir / name).unlink()
+    run_dir.mkdir(parents=True, exist_ok=True)
 
 
 def load_checkpoint(run_dir: Path, threads: Optional[int] = None) -> tuple[Network, Position]:
@@ -120,13 +166,13 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
     (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
     position and raises TrainingInterrupted. Divergence raises TrainingDiverged, or with
     ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate."""
-    if s.on_divergence not in ("stop", "backoff"):
-        raise ValueError(f"on_divergence must be 'stop' or 'backoff', got {s.on_divergence!r}")
     if not 0.0 < s.backoff_factor < 1.0:
         raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
+    s.check()
     pos = pos or Position()
     for tmp in remove_stale_temporaries(run_dir):
         log.info("removed %s, left by a run that was killed while writing", tmp.name)
+    _rewind_metrics(run_dir, pos)
     backoffs = 0
     while True:
         try:

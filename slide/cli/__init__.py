@@ -1,8 +1,8 @@
 """The `slide` command line.
 
 Exit codes: 0 success, 2 usage, data or file errors (with a message, no traceback), 3 training diverged
-(NaN/inf; the last good checkpoint is kept), 130 after Ctrl-C (a checkpoint is saved first when
-training).
+(NaN/inf; the last good checkpoint is kept), 130 after Ctrl-C and 143 after SIGTERM (a checkpoint is
+saved first when training).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from typing import Optional, Sequence
 
 from .._version import __version__
-from . import data, evaluate, predict, train
+from . import data, evaluate, predict, signals, train
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,14 +29,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="slide: %(message)s")
     logging.getLogger("slide.memory").setLevel(logging.INFO)  # the memory estimate, before allocating
     args = build_parser().parse_args(argv)
+    signals.handle_sigterm()
     try:
         return args.handler(args)
     except (ValueError, OSError, MemoryError) as e:  # bad input, an unreadable/unwritable file, too little RAM
         print(f"slide: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
+        print(f"\n{signals.what_stopped()}", file=sys.stderr)
+        return signals.exit_code()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..network import Network
 from .. import runs
+from ..run_settings import RUN
 from .sources import limit, resolve, shuffled
 
 
@@ -36,6 +37,9 @@ def model_path(path: Path) -> Path:
 
 
 def main(args: argparse.Namespace) -> int:
+    for name, flag in (("test_samples", "--test-samples"), ("threads", "--threads")):
+        if getattr(args, name) is not None:
+            RUN[name].check(getattr(args, name), flag)
     net = Network.load(model_path(args.model), threads=args.threads)
     cfg = runs.read_config(args.model) if args.model.is_dir() else {}
     if args.test_file:

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..datasets.xc_files import load_xc
 from ..atomic_files import atomic_write
 from ..network import Network
+from ..paths import refuse_overwriting_inputs
 from .evaluate import model_path
 
 
@@ -25,7 +26,11 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    net = Network.load(model_path(args.model), threads=args.threads)
+    model = model_path(args.model)
+    out = None if str(args.out) == "-" else args.out or args.file.with_name(f"{args.file.name}.top{args.k}.txt")
+    if out is not None:  # before any work: an output never lands on an input
+        refuse_overwriting_inputs(out, {"input data file": args.file, "model file": model})
+    net = Network.load(model, threads=args.threads)
     data = load_xc(args.file, cache=False)
     if data.X.shape[1] != net.input_dim:
         raise ValueError(f"{args.file} has {data.X.shape[1]:,} features but the model expects {net.input_dim:,}")
@@ -33,10 +38,9 @@ def main(args: argparse.Namespace) -> int:
     lines = [" ".join(f"{i}:{s:.6g}" for i, s in zip(row_ids, row_scores) if i >= 0)
              for row_ids, row_scores in zip(ids, scores)]
     text = ("\n".join(lines) + "\n").encode()
-    if str(args.out) == "-":
+    if out is None:
         sys.stdout.write(text.decode())
         return 0
-    out = args.out or args.file.with_name(f"{args.file.name}.top{args.k}.txt")
     atomic_write(out, lambda f: f.write(text))
     print(f"wrote the top {args.k} labels of {len(lines):,} points to {out}")
     return 0

@@ -29,6 +29,7 @@ class Source:
     test: Split
     make_stream: Any  # (Network, seed) -> Stream
     preset: dict
+    files: tuple[Path, ...] = ()  # the data files read (generated data has none)
 
 
 def shuffled(split: Split, seed: int) -> Split:
@@ -48,14 +49,15 @@ def resolve(cfg: dict) -> Source:
     if cfg.get("train_file"):
         if not cfg.get("test_file"):
             raise ValueError("--train FILE needs --test FILE as well")
-        train, test = load_xc(cfg["train_file"]), load_xc(cfg["test_file"])
+        files = (Path(cfg["train_file"]), Path(cfg["test_file"]))
+        train, test = load_xc(files[0]), load_xc(files[1])
         if train.X.shape[1] != test.X.shape[1] or train.Y.shape[1] != test.Y.shape[1]:
             raise ValueError(f"{cfg['train_file']} and {cfg['test_file']} disagree on the number of features or labels "
                              f"({train.X.shape[1]} x {train.Y.shape[1]} vs {test.X.shape[1]} x {test.Y.shape[1]})")
         title, preset = f"{Path(cfg['train_file']).name}", registry.SLIDE_PRESET
     else:
         info = registry.get(cfg.get("dataset", "default"))
-        title, preset = info.name, info.preset
+        title, preset, files = info.name, info.preset, ()
         if info.kind == "text8":
             return _text8_source(info, cfg, t0)
         if info.name == "default":
@@ -65,13 +67,14 @@ def resolve(cfg: dict) -> Source:
                                                n_test=cfg.get("test_samples") or info.stats["test"], seed=seed)
         else:
             train_path, test_path = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
+            files = (train_path, test_path)
             train, test = load_xc(train_path), load_xc(test_path)
     train = limit(train, cfg.get("train_samples"))
     test = limit(shuffled(test, seed), cfg.get("test_samples"))
     print(f"data: {title}, {len(train):,} train / {len(test):,} test points, {train.X.shape[1]:,} features, "
           f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)", flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,
-                  lambda net, s: in_memory_stream(net, train, s), preset)
+                  lambda net, s: in_memory_stream(net, train, s), preset, files)
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:
@@ -94,4 +97,4 @@ def _text8_source(info, cfg: dict, t0: float) -> Source:
 
     print(f"data: text8, {len(corpus.ids):,} words, vocabulary {corpus.vocab_size:,}, {len(test):,} test samples "
           f"({time.perf_counter() - t0:.1f}s)", flush=True)
-    return Source("text8", corpus.vocab_size, corpus.vocab_size, test, make_stream, info.preset)
+    return Source("text8", corpus.vocab_size, corpus.vocab_size, test, make_stream, info.preset, (corpus_path,))

@@ -10,45 +10,42 @@ from pathlib import Path
 from typing import Any
 
 from ..config import LSHConfig
+from ..datasets.fingerprint import check_unchanged, fingerprint
 from ..network import Network, TrainingDiverged, TrainingInterrupted
+from ..paths import regular_file
+from ..run_settings import NETWORK, RUN, TABLES, TEXT8, check_table
 from .. import runs
+from . import signals
 from .sources import resolve
 
-NETWORK_KEYS = ("hidden", "learning_rate", "optimizer", "dense")
-RUN_KEYS = ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "final_eval_samples",
-            "on_divergence")
-# Top-level settings of a run (the config file may also hold [network] and [lsh] tables).
-TOP_KEYS = ("dataset", "train_file", "test_file", "data_dir", "train_samples", "test_samples", "threads", "seed",
-            "text8", *RUN_KEYS)
+_TYPES = {"int": int, "float": float, "str": str, "path": str}
+_METAVARS = {"int": "N", "float": "X", "str": "NAME", "path": "PATH"}
+_DATA_KEYS = ("dataset", "train_file", "test_file", "data_dir", "train_samples", "test_samples")
+# What --resume may change: how long and on how many threads the run goes on, and what it prints.
+RESUME_FLAGS = ("epochs", "threads")
 
 
 def add_parser(sub) -> None:
     t = sub.add_parser("train", help="train a network and report P@1/3/5",
                        description="Train on a named dataset, on your own pair of files, or (default) on a small "
                                    "built-in problem. Results go to a run folder.")
-    src = t.add_argument_group("data")
-    src.add_argument("--dataset", help="default, synthetic-amazon670k, amazon670k, wikilsh325k, delicious200k, text8")
-    src.add_argument("--train", dest="train_file", help="a training file in Extreme Classification format")
-    src.add_argument("--test", dest="test_file", help="the matching test file")
-    src.add_argument("--data-dir", help="where named datasets live (default: $SLIDE_DATA, then ~/.cache/slide/data)")
-    src.add_argument("--train-samples", type=int, help="use only the first N training points")
-    src.add_argument("--test-samples", type=int, help="use only N (shuffled) test points")
+    data = t.add_argument_group("data")
     run = t.add_argument_group("training")
     run.add_argument("--config", type=Path, help="a TOML file with any of these settings and [network], [lsh] tables")
-    run.add_argument("--epochs", type=int)
-    run.add_argument("--batch-size", type=int)
-    run.add_argument("--lr", dest="learning_rate", type=float, help="learning rate")
-    run.add_argument("--threads", type=int)
-    run.add_argument("--seed", type=int)
-    run.add_argument("--dense", action="store_true", default=None, help="full softmax instead of LSH sampling")
-    run.add_argument("--eval-every", type=int, help="samples between evaluations on a test sample")
-    run.add_argument("--eval-samples", type=int, help="test points in a periodic evaluation (default 2,000)")
-    run.add_argument("--checkpoint-every", type=float, help="seconds between checkpoints (default 600)")
-    run.add_argument("--on-divergence", choices=("stop", "backoff"),
-                     help="when the loss or weights become NaN/inf: stop (default), or reload the last good "
-                          "checkpoint and halve the learning rate (up to 3 times)")
+    for setting in (*RUN.values(), *NETWORK.values()):
+        if setting.flag is None:
+            continue
+        group = data if setting.name in _DATA_KEYS else run
+        if setting.kind == "bool":
+            group.add_argument(setting.flag, dest=setting.name, action="store_true", default=None, help=setting.doc)
+        else:
+            group.add_argument(setting.flag, dest=setting.name, type=_TYPES[setting.kind],
+                               choices=setting.choices or None, help=setting.doc,
+                               metavar=None if setting.choices else _METAVARS[setting.kind])
     run.add_argument("--out", type=Path, help="the run folder (default: ./slide-runs/<dataset>-<time>)")
-    run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    run.add_argument("--overwrite", action="store_true", help="start afresh in an --out folder that holds a run")
+    run.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                     help="continue the run in RUN_DIR with its own settings (only --epochs and --threads may change)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(handler=main)
 
@@ -58,37 +55,69 @@ def _read_toml(path: Path) -> dict:
         import tomllib
     except ModuleNotFoundError:  # Python < 3.11
         import tomli as tomllib
-    if not path.is_file():
-        raise FileNotFoundError(f"no config file at {path}")
+    raw = regular_file(path, "config file").read_bytes()
     try:
-        return tomllib.loads(path.read_text())
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
 
 
+def _given_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line, each checked (messages name the flag)."""
+    out = {}
+    for table in (RUN, NETWORK):
+        for name, setting in table.items():
+            value = getattr(args, name, None)
+            if setting.flag is not None and value is not None:
+                out[name] = setting.check(value, setting.flag)
+    return out
+
+
 def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
-    """Preset of the dataset, then the TOML file, then command-line flags."""
+    """Preset of the dataset, then the TOML file, then command-line flags; every value checked
+    against run_settings, data paths made absolute."""
     file_cfg = _read_toml(args.config) if args.config else {}
-    known = {*TOP_KEYS, "network", "lsh"}
-    unknown = set(file_cfg) - known
-    if unknown:
-        raise ValueError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
-    flags = {k: v for k, v in vars(args).items() if v is not None}
+    where = f"{args.config}: "
+    top = check_table({k: v for k, v in file_cfg.items() if k not in TABLES}, RUN,
+                      f"{where}") if file_cfg else {}
+    unknown_tables = [k for k in TABLES if k in file_cfg and not isinstance(file_cfg[k], dict)]
+    if unknown_tables:
+        raise ValueError(f"{where}{unknown_tables[0]} must be a table ([{unknown_tables[0]}]), "
+                         f"got {file_cfg[unknown_tables[0]]!r}")
+    file_network = check_table(file_cfg.get("network", {}), NETWORK, f"{where}[network] ")
+    file_text8 = check_table(file_cfg.get("text8", {}), TEXT8, f"{where}[text8] ")
+    flags = _given_flags(args)
+    if flags.get("test_file") and not flags.get("train_file"):
+        raise ValueError("--test FILE needs --train FILE (a named dataset brings its own test split)")
+    if flags.get("train_file") and flags.get("dataset"):
+        raise ValueError("--dataset and --train name two different sources of data; give one")
     cfg: dict[str, Any] = {"dataset": "default", "seed": 0}
-    for source in (file_cfg, flags):
-        for k in TOP_KEYS:
-            if k in source:
-                cfg[k] = source[k]
-    if flags.get("train_file"):
-        cfg.pop("dataset", None)
+    for source in (top, flags):
+        if source.get("train_file"):
+            cfg.pop("dataset", None)
+        cfg.update({k: v for k, v in source.items() if k in RUN})
+    if cfg.get("train_file") and not cfg.get("test_file"):
+        raise ValueError("--train FILE needs --test FILE as well")
+    for key in ("train_file", "test_file", "data_dir"):
+        if cfg.get(key):
+            cfg[key] = str(Path(cfg[key]).expanduser().resolve())
     from ..datasets import registry
 
     preset = registry.SLIDE_PRESET if cfg.get("train_file") else registry.get(cfg["dataset"]).preset
     network = {"hidden": list(preset["hidden"]), "learning_rate": preset["learning_rate"], "optimizer": "adam",
-               "dense": False, **file_cfg.get("network", {})}
-    network.update({k: flags[k] for k in NETWORK_KEYS if k in flags})
-    lsh = {**preset["lsh"], **file_cfg.get("lsh", {})}
-    cfg["network"], cfg["lsh"] = network, lsh
+               "dense": False, **file_network}
+    network.update({k: flags[k] for k in NETWORK if k in flags})
+    cfg["network"], cfg["lsh"] = network, {**preset["lsh"], **file_cfg.get("lsh", {})}
+    try:
+        LSHConfig.from_dict(cfg["lsh"])
+    except ValueError as e:
+        raise ValueError(f"{where if args.config else ''}[lsh] {e}") from None
+    if file_text8:
+        cfg["text8"] = file_text8
     cfg.setdefault("epochs", preset["epochs"])
     cfg.setdefault("batch_size", preset["batch_size"])
     cfg.setdefault("eval_samples", 2000)
@@ -97,41 +126,63 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_network(cfg: dict, source) -> Network:
-    net_cfg = cfg["network"]
-    unknown = set(net_cfg) - set(NETWORK_KEYS)
-    if unknown:
-        raise ValueError(f"unknown [network] settings {sorted(unknown)}; known: {list(NETWORK_KEYS)}")
-    try:
-        lsh = None if net_cfg["dense"] else LSHConfig(**cfg["lsh"])
-    except TypeError as e:
-        raise ValueError(f"bad [lsh] settings: {e}") from None
+    net_cfg = check_table(cfg["network"], NETWORK, "[network] ")
+    lsh = None if net_cfg["dense"] else LSHConfig.from_dict(cfg["lsh"])
     return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
                    optimizer=net_cfg["optimizer"], learning_rate=net_cfg["learning_rate"],
                    threads=cfg.get("threads"), seed=cfg["seed"])
 
 
+def _refuse_changes_on_resume(args: argparse.Namespace) -> None:
+    ignored = [s.flag for table in (RUN, NETWORK) for s in table.values()
+               if s.flag and s.name not in RESUME_FLAGS and getattr(args, s.name, None) is not None]
+    ignored += [flag for flag, given in (("--config", args.config), ("--out", args.out),
+                                          ("--overwrite", args.overwrite)) if given]
+    if ignored:
+        raise ValueError(f"--resume continues {args.resume} with the settings it started with; "
+                         f"{', '.join(ignored)} cannot change them (only --epochs and --threads can). "
+                         "Start a new run with --out to train differently")
+
+
+def _default_run_dir(title: str) -> Path:
+    base = Path("slide-runs") / f"{title}-{time.strftime('%Y%m%d-%H%M%S')}"
+    candidate, n = base, 1
+    while candidate.exists():  # two runs started within one second
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
 def main(args: argparse.Namespace) -> int:
     if args.resume:
+        _refuse_changes_on_resume(args)
         run_dir = args.resume
         cfg = runs.read_config(run_dir)
-        if args.epochs:
-            cfg["epochs"] = args.epochs
+        flags = _given_flags(args)
+        if "epochs" in flags:
+            cfg["epochs"] = flags["epochs"]
+        check_unchanged(cfg.get("data_files", []))
         source = resolve(cfg)
         if (run_dir / runs.CHECKPOINT).exists():
-            net, pos = runs.load_checkpoint(run_dir, threads=args.threads)
+            net, pos = runs.load_checkpoint(run_dir, threads=flags.get("threads"))
             print(f"resuming {run_dir} at epoch {pos.epoch + 1}, {pos.samples:,} samples trained", flush=True)
         else:  # killed before its first checkpoint: the seed reproduces the start exactly
-            if args.threads:
-                cfg["threads"] = args.threads
+            if "threads" in flags:
+                cfg["threads"] = flags["threads"]
             net, pos = build_network(cfg, source), None
             print(f"{run_dir} has no checkpoint yet; starting its run from the beginning", flush=True)
     else:
         cfg = resolve_config(args)
+        run_dir = args.out
+        if run_dir is not None:
+            runs.create_run_dir(run_dir, overwrite=args.overwrite)  # refused before any data is read
         source = resolve(cfg)
         net = build_network(cfg, source)
-        run_dir = args.out or Path("slide-runs") / f"{source.title}-{time.strftime('%Y%m%d-%H%M%S')}"
-        run_dir.mkdir(parents=True, exist_ok=True)
+        if run_dir is None:
+            run_dir = _default_run_dir(source.title)
+            runs.create_run_dir(run_dir)
         cfg["resolved_threads"] = net.threads
+        cfg["data_files"] = [fingerprint(p) for p in source.files]
         runs.write_config(run_dir, cfg)
         pos = None
     stream = source.make_stream(net, cfg["seed"])
@@ -140,18 +191,17 @@ def main(args: argparse.Namespace) -> int:
     settings = runs.RunSettings(epochs=cfg["epochs"], batch_size=cfg["batch_size"], eval_every=eval_every,
                                 eval_samples=cfg["eval_samples"], checkpoint_every=cfg["checkpoint_every"],
                                 final_eval_samples=cfg.get("final_eval_samples"),
-                                on_divergence=args.on_divergence or cfg.get("on_divergence", "stop"),
-                                progress=not args.quiet)
+                                on_divergence=cfg.get("on_divergence", "stop"), progress=not args.quiet)
     try:
         final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title)
     except TrainingInterrupted:
-        print(f"\ninterrupted: checkpoint saved; continue with `slide train --resume {run_dir}`", file=sys.stderr)
-        return 130
+        print(f"\n{signals.what_stopped()}: checkpoint saved; continue with `slide train --resume {run_dir}`",
+              file=sys.stderr)
+        return signals.exit_code()
     except TrainingDiverged as e:
         print(f"slide: error: {e}", file=sys.stderr)
         return 3
     print("test (exact, {:,} points): ".format(final["test_points"]) +
-          ", ".join(f"{k} {final[k]:.4f}" for k in ("P@1", "P@3", "P@5")), flush=True)
+          ", ".join(f"{k} {final[k]:.4f}" for k in final if k.startswith("P@")), flush=True)
     print(f"saved {run_dir / runs.MODEL}")
     return 0
-

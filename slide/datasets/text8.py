@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core
+from ..paths import regular_file
 from .cache import load_cached, store_cached
 from .synthetic import Split
 from .xc_files import read_bytes
@@ -77,9 +78,7 @@ def load_text8(path: PathLike, *, min_count: int = 1, max_vocab: int = 0, window
         subsample: word2vec's subsampling threshold t (0 keeps every word).
         test_fraction: the tail of the corpus held out for evaluation.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such corpus file: {path}")
+    path = regular_file(path, "corpus file")
     for name, value, ok in (("min_count", min_count, min_count >= 1), ("max_vocab", max_vocab, max_vocab >= 0),
                             ("window", window, window >= 1), ("subsample", subsample, subsample >= 0),
                             ("test_fraction", test_fraction, 0 <= test_fraction < 1)):

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _core
+from ..paths import regular_file
 from .cache import load_cached, store_cached
 from .errors import DataFormatError
 from .synthetic import Split
@@ -63,9 +64,7 @@ def load_xc(path: PathLike, *, cache: bool = True, cache_dir: Optional[PathLike]
     Raises FileNotFoundError for a missing file and DataFormatError (a ValueError) naming the
     file, line and what was expected for a malformed one.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such data file: {path}")
+    path = regular_file(path, "data file")
     cdir = Path(cache_dir) if cache_dir is not None else None
     if cache:
         arrays = load_cached(path, "xc", cdir)

@@ -29,13 +29,17 @@ def trained_run(tmp_path_factory):
     return out, r
 
 
-@pytest.fixture(scope="module")
-def xc_files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("xc")
-    train, test = make_train_test(3000, 400, 800, 1500, seed=3, avg_nnz=25, avg_labels=2)
+def write_xc_pair(d, n_train, n_test, features, labels, avg_nnz):
+    """train.txt and test.txt of a generated problem in folder d."""
+    train, test = make_train_test(n_train, n_test, features, labels, seed=3, avg_nnz=avg_nnz, avg_labels=2)
     write_xc(d / "train.txt", train.X, train.Y)
     write_xc(d / "test.txt", test.X, test.Y)
     return d
+
+
+@pytest.fixture(scope="module")
+def xc_files(tmp_path_factory):
+    return write_xc_pair(tmp_path_factory.mktemp("xc"), 3000, 400, 800, 1500, avg_nnz=25)
 
 
 def test_version():
@@ -117,7 +121,7 @@ def test_missing_dataset_says_where_it_looked_and_what_to_do(tmp_path):
 
 def test_user_errors_are_messages_with_exit_code_2(tmp_path):
     r = run("train", "--threads", "0", "--quiet")
-    assert r.returncode == 2 and "slide: error: threads must be >= 1" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "slide: error: --threads must be >= 1" in r.stderr and "Traceback" not in r.stderr
     r = run("train", "--dataset", "nope")
     assert r.returncode == 2 and "unknown dataset 'nope'" in r.stderr
     bad = tmp_path / "bad.toml"
@@ -140,7 +144,9 @@ def _deliverable_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_saves_a_checkpoint_and_the_run_resumes(tmp_path):
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_ctrl_c_and_sigterm_save_a_checkpoint_and_the_run_resumes(tmp_path, sig, code, said):
     out = tmp_path / "run"
     p = subprocess.Popen([sys.executable, "-m", "slide", "train", "--epochs", "40", "--threads", "1", "--out", str(out),
                           "--checkpoint-every", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -150,10 +156,10 @@ def test_ctrl_c_saves_a_checkpoint_and_the_run_resumes(tmp_path):
     while "run folder" not in line and time.time() < deadline:  # wait until training starts
         line = p.stdout.readline()
     time.sleep(3)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)  # SIGTERM is what schedulers, `timeout` and container stops send
     _, err = p.communicate(timeout=120)
-    assert p.returncode == 130, err
-    assert "interrupted: checkpoint saved" in err
+    assert p.returncode == code, err
+    assert f"{said}: checkpoint saved" in err
     assert (out / "checkpoint.npz").exists() and not (out / "model.npz").exists()
     r = run("train", "--resume", out, "--epochs", "1", "--quiet")
     assert r.returncode == 0, r.stderr

@@ -51,6 +51,7 @@ def _resume_or_start(out: Path) -> list:
     return _cmd("train", "--resume", out, "--quiet") if (out / runs.CONFIG).exists() else _cmd(*ARGS, "--out", out)
 
 
+@pytest.mark.slow  # about 30 s; the default tier keeps the kill-in-the-middle-of-a-write cases
 def test_random_sigkills_then_resume_end_bit_for_bit_equal(reference, tmp_path):
     out = tmp_path / "run"
     rng = np.random.default_rng(12)

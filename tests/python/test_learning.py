@@ -34,6 +34,7 @@ def test_sampled_matches_dense_p_at_1(small_problem, dense_p1):
     assert sparse_p1 > 0.5 * p1, f"LSH-sparse inference P@1 {sparse_p1:.4f} vs exact {p1:.4f}"
 
 
+@pytest.mark.slow  # about 30 s: a statistical band over repeated two-thread runs
 def test_hogwild_two_threads_in_the_one_thread_band(small_problem, dense_p1):
     p1_one = _train(small_problem, LSH, threads=1)[2]
     p1_two = _train(small_problem, LSH, threads=2)[2]

@@ -135,6 +135,9 @@ def _with_header(path: Path, out: Path, change) -> None:
     (lambda h: h.update(version=99), "newer slide"),
     (lambda h: h.update(format="pytorch"), "not a slide model file"),
     (lambda h: h.pop("checksums"), "checksums"),
+    # A header that claims the old format must not switch verification off (it skipped every CRC).
+    (lambda h: (h.update(version=1), h.pop("checksums")), "model format 1 has no checksums"),
+    (lambda h: h.update(version=1), "model format 1 has no checksums"),
     (lambda h: h.update(config=[1, 2]), "'config'"),
     (lambda h: h["config"].update(hidden="many"), "configuration is malformed|hidden"),
     (lambda h: h["config"].update(bogus=1), "configuration is malformed"),

@@ -108,7 +108,7 @@ def test_bad_model_files_give_clear_errors(tiny, tmp_path):
         slide.Network.load(newer)
     # an array of the wrong shape
     bad = tmp_path / "bad.npz"
-    arrays["__slide_header__"] = np.frombuffer(json.dumps({**header, "version": 1}).encode(), np.uint8)
+    arrays["__slide_header__"] = np.frombuffer(json.dumps({**header, "version": 2}).encode(), np.uint8)
     arrays["layers.0.bias"] = np.zeros(7, np.float32)
     np.savez(bad, **arrays)
     with pytest.raises(ValueError, match="layers.0.bias"):

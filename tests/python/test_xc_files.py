@@ -141,7 +141,7 @@ def test_a_damaged_cache_is_ignored(tmp_path):
 
 
 def test_missing_file_and_broken_gzip(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no such data file"):
+    with pytest.raises(FileNotFoundError, match="no data file at"):
         load_xc(tmp_path / "nope.txt")
     bad = tmp_path / "x.txt.gz"
     bad.write_bytes(gzip.compress(b"1 6 4\n0 1:0.5\n")[:-12])
