@@ -44,7 +44,7 @@ class Position:
     since_eval: int = 0
     loss_since_eval: float = 0.0
     labelled_since_eval: int = 0
-    metrics_bytes: int = 0      # length of metrics.jsonl when this position was saved
+    metrics_bytes: Optional[int] = 0  # length of metrics.jsonl when saved; None: unknown (older checkpoint)
 
 
 @dataclass
@@ -96,6 +96,8 @@ def _rewind_metrics(run_dir: Path, pos: Position) -> None:
     """Drop what a killed run wrote after its checkpoint (records a resume writes again, and a torn
     last line), so metrics.jsonl reads as one run that never stopped."""
     metrics = run_dir / METRICS
+    if pos.metrics_bytes is None:  # a checkpoint from before positions recorded it: keep everything
+        return
     if metrics.exists() and metrics.stat().st_size > pos.metrics_bytes:
         with open(metrics, "r+b") as f:
             f.truncate(pos.metrics_bytes)
@@ -130,8 +132,11 @@ def load_checkpoint(run_dir: Path, threads: Optional[int] = None) -> tuple[Netwo
     path = run_dir / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} has no {CHECKPOINT} to resume from")
-    header = read_header(path)
-    return Network.load(path, threads=threads), Position(**header["extra"]["position"])
+    return Network.load(path, threads=threads), _saved_position(read_header(path))
+
+
+def _saved_position(header: dict) -> Position:
+    return Position(**{"metrics_bytes": None, **header["extra"]["position"]})
 
 
 def _append_metrics(run_dir: Path, record: dict) -> None:
@@ -202,7 +207,7 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
 
 def _checkpoint_position(run_dir: Path) -> Optional[Position]:
     path = run_dir / CHECKPOINT
-    return Position(**read_header(path)["extra"]["position"]) if path.exists() else None
+    return _saved_position(read_header(path)) if path.exists() else None
 
 
 def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:

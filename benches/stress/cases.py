@@ -64,6 +64,7 @@ def features(rng: random.Random, n: int, cols: int = INPUT_DIM):
     kind = rng.choice(["indptr", "decreasing", "index", "nan", "cols", "dense", "coo", "csc", "list", "int",
                        "complex", "1d", "none", "end"])
     if kind == "indptr":
+        X.indptr = X.indptr.astype(np.int64)  # room for the huge values below
         X.indptr[rng.randrange(1, len(X.indptr))] = rng.choice([10**7, -3, 2**40])
     elif kind == "decreasing" and n > 2:
         X.indptr[2] = X.indptr[1] - 1

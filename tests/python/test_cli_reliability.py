@@ -201,3 +201,28 @@ def test_fewer_labels_than_the_evaluation_ranks(tmp_path):
             "--dense", "--out", tmp_path / "r")
     assert r.returncode == 0, r.stderr
     assert "P@1" in r.stdout and "P@3" not in r.stdout and (tmp_path / "r" / "model.npz").exists()
+
+
+def test_a_checkpoint_from_before_metrics_offsets_keeps_all_metrics(tmp_path, files):
+    import io
+    import zipfile
+
+    import numpy as np
+
+    out = tmp_path / "r"
+    assert run("train", *FAST, "--train", files / "train.txt", "--test", files / "test.txt", "--epochs", "1",
+               "--out", out).returncode == 0
+    checkpoint = out / "checkpoint.npz"  # rewrite its header as an older slide wrote it
+    with zipfile.ZipFile(checkpoint) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    header = json.loads(np.load(io.BytesIO(members["__slide_header__.npy"])).tobytes())
+    del header["extra"]["position"]["metrics_bytes"]
+    buf = io.BytesIO()
+    np.save(buf, np.frombuffer(json.dumps(header).encode(), np.uint8))
+    members["__slide_header__.npy"] = buf.getvalue()
+    with zipfile.ZipFile(checkpoint, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    before = (out / "metrics.jsonl").read_text()
+    assert run("train", "--resume", out, "--epochs", "2", "--quiet").returncode == 0
+    assert (out / "metrics.jsonl").read_text().startswith(before)
