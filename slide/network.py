@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import threading
 import time
@@ -18,8 +19,10 @@ import scipy.sparse as sp
 from . import _core, memory
 from ._inputs import MAX_DIM, LabelsLike, as_features, as_labels
 from .config import LSHConfig
+from .early_stopping import BestTracker, check_monitor, held_out_rows, restore, snapshot
 from .metrics import ranking_report
-from .schedules import Schedule, check_schedule, lr_multiplier
+from .progress import progress_bar
+from .schedules import Schedule, check_schedule, check_warmup, lr_multiplier
 
 log = logging.getLogger("slide")
 
@@ -97,6 +100,10 @@ class History:
 
     epochs: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
+    best_epoch: Optional[int] = None       # with validation: the epoch with the best monitored metric
+    best_score: Optional[float] = None     # and that metric's value
+    stopped_early: bool = False            # early_stopping ended training before `epochs`
+    restored_best: bool = False            # the network was set back to best_epoch's parameters
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.epochs[i]
@@ -119,6 +126,8 @@ class Network:
         optimizer: ``"adam"`` (lazy: only rows that received gradient are updated) or ``"sgd"``.
         learning_rate: base learning rate.
         lr_schedule: ``"constant"``, ``"linear"``, ``"cosine"`` or ``f(step, total_steps)``.
+        lr_warmup: share of each `fit`'s steps over which the rate rises linearly from near zero
+            to the schedule's (0 = none; 0.05 is a common choice for Adam).
         beta1, beta2, eps: Adam's parameters.
         precision: ``"fp32"``, or ``"bf16"``: training reads BF16 copies of the weight rows (half
             the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
@@ -141,6 +150,7 @@ class Network:
         optimizer: str = "adam",
         learning_rate: float = 1e-3,
         lr_schedule: Schedule = "constant",
+        lr_warmup: float = 0.0,
         beta1: float = 0.9,
         beta2: float = 0.999,
         eps: float = 1e-8,
@@ -170,15 +180,15 @@ class Network:
             raise ValueError("the first hidden layer (the sparse-input embedding) cannot be sampled")
         if optimizer not in ("adam", "sgd"):
             raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
-        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float, np.integer, np.floating)) \
-                or not (np.isfinite(learning_rate) and learning_rate > 0):
+        if not (_finite_number(learning_rate) and learning_rate > 0):
             raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
         check_schedule(lr_schedule)
+        check_warmup(lr_warmup)
         if precision not in ("fp32", "bf16"):
             raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
         for name, value in (("beta1", beta1), ("beta2", beta2), ("eps", eps)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not _finite_number(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
         threads = default_threads() if threads is None else threads
         _check_int("threads", threads, 1, 1024)
         if threads > default_threads():
@@ -190,6 +200,7 @@ class Network:
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
+        self.lr_warmup = float(lr_warmup)
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
         self.precision = precision
         self.threads, self.seed = int(threads), int(seed)
@@ -232,6 +243,7 @@ class Network:
             "optimizer": self.optimizer,
             "learning_rate": self.learning_rate,
             "lr_schedule": self.lr_schedule,
+            "lr_warmup": self.lr_warmup,
             "beta1": self.beta1,
             "beta2": self.beta2,
             "eps": self.eps,
@@ -313,7 +325,11 @@ class Network:
         epochs: int = 1,
         batch_size: int = 128,
         validation_data: Optional[tuple[Any, LabelsLike]] = None,
+        validation_split: float = 0.0,
         validation_mode: str = "dense",
+        early_stopping: Optional[int] = None,
+        monitor: str = "P@1",
+        restore_best: bool = True,
         shuffle: bool = True,
         progress: bool = True,
         callback=None,
@@ -322,11 +338,21 @@ class Network:
 
         Args:
             X: float features, scipy.sparse (CSR preferred) or a 2-D NumPy array.
-            Y: a sparse samples x output_dim label matrix or a list of label-id arrays.
-            epochs: passes over the data.
+            Y: labels: a sparse samples x output_dim matrix, a 0/1 indicator matrix, a 1-D vector of
+                class ids, or one label id or list of label ids per sample.
+            epochs: passes over the data (at most; see early_stopping).
             batch_size: samples per optimizer step (spread over the threads).
             validation_data: (X_val, Y_val) evaluated after each epoch (P@1/3/5, nDCG@1/3/5).
+            validation_split: instead of validation_data, hold out this share of the training
+                samples (chosen with the network's seed) for validation.
             validation_mode: ``"dense"`` (exact) or ``"sparse"`` (LSH inference) for validation.
+            early_stopping: with validation, stop after this many epochs without a better
+                ``monitor`` (None trains every epoch).
+            monitor: the validation metric that decides which epoch is best: ``"P@k"``,
+                ``"nDCG@k"`` (higher is better) or ``"loss"`` (exact softmax loss, lower is better).
+            restore_best: with validation, end with the parameters of the best epoch (kept as a
+                copy of the weights and biases, about a third of the network's memory with Adam),
+                so the model returned is never worse on validation than the best epoch.
             shuffle: reshuffle the samples every epoch (seeded).
             progress: show a progress bar (samples/s, loss).
             callback: called as ``callback(network, epoch_metrics)`` after each epoch; returning
@@ -346,6 +372,13 @@ class Network:
             raise ValueError(f"validation_mode must be 'dense' or 'sparse', got {validation_mode!r}")
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable, got {callback!r}")
+        if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) \
+                or not 0.0 <= validation_split < 1.0:
+            raise ValueError(f"validation_split must be a number in [0, 1), got {validation_split!r}")
+        if validation_split and validation_data is not None:
+            raise ValueError("give validation_data or validation_split, not both")
+        if early_stopping is not None:
+            _check_int("early_stopping (epochs of patience)", early_stopping, 1)
         data = self.prepare(X, Y)
         val = None
         if validation_data is not None:
@@ -353,6 +386,13 @@ class Network:
                 raise ValueError("validation_data must be a pair (X_val, Y_val)")
             Xv = as_features(validation_data[0], self.input_dim, "validation X")
             val = (Xv, as_labels(validation_data[1], self.output_dim, Xv.shape[0], "validation Y"))
+        elif validation_split:
+            data, val = _hold_out(data, validation_split, self.seed)
+        if val is None and (early_stopping is not None or monitor != "P@1"):
+            raise ValueError("early_stopping and monitor need validation_data or validation_split")
+        check_monitor(monitor, self._ranks(None))
+        tracker = BestTracker(monitor, early_stopping)
+        best_parameters = None
         n = len(data)
         if n == 0:
             raise ValueError("X has no rows to train on")
@@ -364,9 +404,10 @@ class Network:
         for epoch in range(epochs):
             order = rng.permutation(n) if shuffle else np.arange(n)
             first_step = epoch * steps_per_epoch
-            lr = lambda b: self.learning_rate * lr_multiplier(self.lr_schedule, first_step + b, total_steps)  # noqa: E731
+            lr = lambda b: self.learning_rate * lr_multiplier(  # noqa: E731
+                self.lr_schedule, first_step + b, total_steps, self.lr_warmup)
             t0 = time.perf_counter()
-            bar = _progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
+            bar = progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
             try:
                 totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar)
             except TrainingInterrupted as stop:
@@ -386,11 +427,24 @@ class Network:
                 "active_per_sample": totals["active"] / counted,
             }
             if val is not None and not self.interrupted:
-                metrics.update({f"val_{k}": v for k, v in self.evaluate(*val, mode=validation_mode).items()})
+                report = self.evaluate(*val, mode=validation_mode)
+                if monitor == "loss":
+                    report["loss"] = self.loss(*val)
+                metrics.update({f"val_{k}": v for k, v in report.items()})
+                if tracker.update(report, epoch + 1) and restore_best:
+                    best_parameters = snapshot(self)
             history.epochs.append(metrics)
             log.info("epoch %d: %s", epoch + 1, metrics)
             if self.interrupted or (callback is not None and callback(self, metrics) is False):
                 break
+            if tracker.should_stop:
+                history.stopped_early = True
+                log.info("no better validation %s for %d epochs: stopping", monitor, early_stopping)
+                break
+        history.best_epoch, history.best_score = tracker.best_at, tracker.best
+        if best_parameters is not None and tracker.best_at != len(history.epochs):
+            restore(self, best_parameters)
+            history.restored_best = True
         return history
 
     # ----------------------------------------------------------------- inference
@@ -473,6 +527,11 @@ class Network:
         return self._core.counters()
 
 
+def _hold_out(data: TrainingData, share: float, seed: int) -> tuple[TrainingData, tuple]:
+    train, val = held_out_rows(len(data), share, seed)
+    return TrainingData(data.X[train], data.Y[train]), (data.X[val], data.Y[val])
+
+
 def _layer(size: int, cfg: Optional[LSHConfig]) -> _core.LayerConfig:
     layer = _core.LayerConfig()
     layer.size = int(size)
@@ -480,6 +539,16 @@ def _layer(size: int, cfg: Optional[LSHConfig]) -> _core.LayerConfig:
     if cfg is not None:
         layer.lsh = cfg.to_core()
     return layer
+
+
+def _finite_number(value: Any) -> bool:
+    """A real number that a float holds finitely (ints beyond float's range are not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = None) -> None:
@@ -490,10 +559,3 @@ def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = Non
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum:,}, got {value:,}")
 
-
-def _progress_bar(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=True, dynamic_ncols=True)

@@ -31,6 +31,10 @@ def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     t = [r["wall_seconds"] for r in points]
     ax.plot(t, [r["P@1"] for r in points], "o-", color="tab:blue", label="test P@1")
+    validated = [(r["wall_seconds"], r["val_P@1"]) for r in points if "val_P@1" in r]
+    if validated:
+        ax.plot(*zip(*validated), "^:", color="tab:green", label="validation P@1")
+        ax.legend(loc="lower right")
     ax.set_xlabel("wall-clock training time (s)")
     ax.set_ylabel("test P@1", color="tab:blue")
     ax.set_ylim(bottom=0)

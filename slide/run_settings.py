@@ -89,6 +89,12 @@ RUN = _table(
             flag="--checkpoint-every"),
     Setting("on_divergence", "str", "stop, or back off the learning rate from the last good checkpoint",
             choices=("stop", "backoff"), flag="--on-divergence"),
+    Setting("validation_split", "float", "share of the training points held out to pick the best epoch "
+            "(the final model is the best one on them)", 0, 0.9, flag="--validation-split"),
+    Setting("early_stopping", "int", "with a validation split: stop after N epochs without a better monitor",
+            1, flag="--early-stopping"),
+    Setting("monitor", "str", "the validation metric that picks the best epoch (default P@1)",
+            choices=("P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5", "loss"), flag="--monitor"),
 )
 
 # Keys of run.toml's [network] table.
@@ -96,6 +102,10 @@ NETWORK = _table(
     Setting("hidden", "sizes", "hidden layer sizes", 1, MAX_DIM),
     Setting("learning_rate", "float", "base learning rate", 1e-30, flag="--lr"),
     Setting("optimizer", "str", "the optimizer", choices=("adam", "sgd")),
+    Setting("lr_schedule", "str", "learning-rate decay over the run", choices=("constant", "linear", "cosine"),
+            flag="--lr-schedule"),
+    Setting("lr_warmup", "float", "share of the run's steps over which the rate warms up", 0, 0.99,
+            flag="--lr-warmup"),
     Setting("dense", "bool", "full softmax instead of LSH sampling", flag="--dense"),
 )
 

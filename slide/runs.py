@@ -19,9 +19,12 @@ import numpy as np
 from .datasets.synthetic import Split
 from .atomic_files import atomic_write, remove_stale_temporaries
 from .model_file import read_header
-from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted, _progress_bar
+from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted
 from .plots import plot_progress
+from .progress import progress_bar
+from .early_stopping import BestTracker
 from .run_settings import RUN
+from .schedules import lr_multiplier
 
 log = logging.getLogger("slide")
 
@@ -30,6 +33,7 @@ MODEL = "model.npz"
 METRICS = "metrics.jsonl"
 CONFIG = "config.json"
 PLOT = "progress.png"
+BEST = "best.npz"  # with a validation split: the parameters of the best epoch so far
 
 
 @dataclass
@@ -45,6 +49,8 @@ class Position:
     loss_since_eval: float = 0.0
     labelled_since_eval: int = 0
     metrics_bytes: Optional[int] = 0  # length of metrics.jsonl when saved; None: unknown (older checkpoint)
+    best: Optional[dict] = None  # the validation BestTracker's state
+    stopped_early: bool = False
 
 
 @dataclass
@@ -76,14 +82,18 @@ class RunSettings:
     backoff_factor: float = 0.5
     max_backoffs: int = 3
     progress: bool = True
+    early_stopping: Optional[int] = None  # epochs without a better validation monitor before stopping
+    monitor: str = "P@1"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         """ValueError naming the first setting out of its range (run_settings.RUN)."""
-        for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence"):
+        for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence",
+                     "monitor"):
             RUN[name].check(getattr(self, name))
-        if self.final_eval_samples is not None:
-            RUN["final_eval_samples"].check(self.final_eval_samples)
+        for name in ("final_eval_samples", "early_stopping"):
+            if getattr(self, name) is not None:
+                RUN[name].check(getattr(self, name))
 
 
 def save_checkpoint(net: Network, run_dir: Path, pos: Position) -> None:
@@ -105,7 +115,7 @@ def _rewind_metrics(run_dir: Path, pos: Position) -> None:
             os.fsync(f.fileno())
 
 
-RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, PLOT)
+RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, PLOT, BEST)
 
 
 def create_run_dir(run_dir: Path, *, overwrite: bool = False) -> None:
@@ -166,8 +176,11 @@ def _subsample(split: Split, n: Optional[int], seed: int) -> Split:
 
 
 def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
-        title: str = "") -> dict:
-    """Train until `s.epochs` epochs are done; returns the final test report. Ctrl-C at any moment
+        title: str = "", validation: Optional[Split] = None) -> dict:
+    """Train until `s.epochs` epochs are done; returns the final test report. With `validation`,
+    every epoch is scored on it, the best epoch's parameters are kept in best.npz, training stops
+    after `s.early_stopping` epochs without improvement, and the final model is the best epoch's
+    (so it is never worse on validation than any epoch of the run). Ctrl-C at any moment
     (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
     position and raises TrainingInterrupted. Divergence raises TrainingDiverged, or with
     ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate."""
@@ -181,7 +194,7 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
     backoffs = 0
     while True:
         try:
-            return _run(net, stream, test, run_dir, s, pos, title)
+            return _run(net, stream, test, run_dir, s, pos, title, validation)
         except TrainingInterrupted:
             raise
         except KeyboardInterrupt:
@@ -217,25 +230,41 @@ def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
     return Network.from_config(net.get_config()), Position()
 
 
-def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str) -> dict:
+def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str,
+         validation: Optional[Split]) -> dict:
     eval_split = _subsample(test, s.eval_samples, seed=1)
     last_checkpoint = time.perf_counter()
     piece = max(s.batch_size, min(s.eval_every, s.batch_size * 50))
+    total_steps = -(-stream.samples_per_epoch // s.batch_size) * s.epochs
+    tracker = None
+    if validation is not None:
+        tracker = BestTracker(**{**(pos.best or {}), "monitor": s.monitor, "patience": s.early_stopping})
 
-    def evaluate(kind: str, split: Split) -> dict:
+    def evaluate(kind: str, split: Split, extra: Optional[dict] = None) -> dict:
         report = net.evaluate(split.X, split.Y)
         record = {"kind": kind, "epoch": pos.epoch + (kind == "periodic"), "samples": pos.samples,
                   "wall_seconds": round(pos.wall_seconds, 3),
                   "train_loss": pos.loss_since_eval / pos.labelled_since_eval if pos.labelled_since_eval else None,
-                  "test_points": len(split), **report}
+                  "test_points": len(split), **report, **(extra or {})}
         _append_metrics(run_dir, record)
         pos.since_eval = pos.labelled_since_eval = 0
         pos.loss_since_eval = 0.0
         plot_progress(read_metrics(run_dir), run_dir / PLOT, title)
         return record
 
-    while pos.epoch < s.epochs:
-        bar = _progress_bar(stream.samples_per_epoch, f"epoch {pos.epoch + 1}/{s.epochs}", s.progress)
+    def validate() -> dict:
+        """Score the epoch just finished on the validation split; keep its parameters if best."""
+        report = net.evaluate(validation.X, validation.Y)
+        if s.monitor == "loss":
+            report["loss"] = net.loss(validation.X, validation.Y)
+        improved = tracker.update(report, pos.epoch)
+        if improved:
+            net.save(run_dir / BEST, include_optimizer=False)
+        pos.best = tracker.state()
+        return {**{f"val_{k}": v for k, v in report.items()}, "best": improved}
+
+    while pos.epoch < s.epochs and not pos.stopped_early:
+        bar = progress_bar(stream.samples_per_epoch, f"epoch {pos.epoch + 1}/{s.epochs}", s.progress)
         try:
             for index, (data, order) in enumerate(stream.segments(pos.epoch)):
                 if index < pos.segment:
@@ -246,7 +275,10 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
                     rows = order[pos.row:pos.row + piece]
                     t0 = time.perf_counter()
                     try:
-                        totals = net.train_rows(data, rows, batch_size=s.batch_size, lr=net.learning_rate, bar=bar)
+                        first = pos.samples // s.batch_size
+                        lr = lambda b: net.learning_rate * lr_multiplier(  # noqa: E731
+                            net.lr_schedule, first + b, total_steps, net.lr_warmup)
+                        totals = net.train_rows(data, rows, batch_size=s.batch_size, lr=lr, bar=bar)
                         done = len(rows)
                     except TrainingInterrupted as stop:
                         totals, done = stop.totals, stop.rows_done
@@ -265,13 +297,26 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
             if bar is not None:
                 bar.close()
         pos.epoch, pos.segment, pos.row = pos.epoch + 1, 0, 0
-        record = evaluate("epoch", eval_split)
+        record = evaluate("epoch", eval_split, validate() if tracker else None)
         print(f"epoch {pos.epoch}: {pos.samples:,} samples in {pos.wall_seconds:,.1f}s "
               f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s), test P@1 {record['P@1']:.4f} "
-              f"on {len(eval_split):,} points", flush=True)
+              f"on {len(eval_split):,} points"
+              + (f", validation {s.monitor} {record['val_' + s.monitor]:.4f}" + (" (best)" if record["best"] else "")
+                 if tracker else ""), flush=True)
+        if tracker is not None and tracker.should_stop:
+            pos.stopped_early = True
+            _append_metrics(run_dir, {"kind": "early_stop", "epoch": pos.epoch, "samples": pos.samples,
+                                      "best_epoch": tracker.best_at, "best": tracker.best})
+            print(f"no better validation {s.monitor} for {s.early_stopping} epochs: stopping; the best was "
+                  f"epoch {tracker.best_at}", flush=True)
         save_checkpoint(net, run_dir, pos)
         last_checkpoint = time.perf_counter()
-    final = evaluate("final", _subsample(test, s.final_eval_samples, seed=2))
+    extra = None
+    if tracker is not None and tracker.best_at is not None and (run_dir / BEST).exists():
+        extra = {"best_epoch": tracker.best_at}
+        if tracker.best_at != pos.epoch:  # the final model is the best epoch's
+            net = Network.load(run_dir / BEST, threads=net.threads)
+    final = evaluate("final", _subsample(test, s.final_eval_samples, seed=2), extra)
     net.save(run_dir / MODEL)
     return final
 

@@ -15,6 +15,7 @@ from ..datasets import registry
 from ..datasets.synthetic import Split, small_default, synthetic_amazon670k
 from ..datasets.text8 import load_text8
 from ..datasets.xc_files import load_xc
+from ..early_stopping import held_out_rows
 from ..network import Network
 from ..runs import Stream, in_memory_stream
 
@@ -30,6 +31,7 @@ class Source:
     make_stream: Any  # (Network, seed) -> Stream
     preset: dict
     files: tuple[Path, ...] = ()  # the data files read (generated data has none)
+    validation: Optional[Split] = None  # held out from the training data (validation_split)
 
 
 def shuffled(split: Split, seed: int) -> Split:
@@ -71,13 +73,21 @@ def resolve(cfg: dict) -> Source:
             train, test = load_xc(train_path), load_xc(test_path)
     train = limit(train, cfg.get("train_samples"))
     test = limit(shuffled(test, seed), cfg.get("test_samples"))
-    print(f"data: {title}, {len(train):,} train / {len(test):,} test points, {train.X.shape[1]:,} features, "
-          f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)", flush=True)
+    validation = None
+    if cfg.get("validation_split"):
+        kept, held = held_out_rows(len(train), cfg["validation_split"], seed)
+        train, validation = Split(train.X[kept], train.Y[kept]), Split(train.X[held], train.Y[held])
+    print(f"data: {title}, {len(train):,} train / {len(test):,} test points"
+          + (f" / {len(validation):,} held out for validation" if validation else "")
+          + f", {train.X.shape[1]:,} features, {train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)",
+          flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,
-                  lambda net, s: in_memory_stream(net, train, s), preset, files)
+                  lambda net, s: in_memory_stream(net, train, s), preset, files, validation)
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:
+    if cfg.get("validation_split"):
+        raise ValueError("validation_split is for Extreme Classification data; text8 holds out its last 1% already")
     corpus_path, _ = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
     opts = {**info.preset.get("text8", {}), **cfg.get("text8", {})}
     corpus = load_text8(corpus_path, **opts)

@@ -100,6 +100,9 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
         if source.get("train_file"):
             cfg.pop("dataset", None)
         cfg.update({k: v for k, v in source.items() if k in RUN})
+    if (cfg.get("early_stopping") or cfg.get("monitor")) and not cfg.get("validation_split"):
+        raise ValueError("early_stopping and monitor (--early-stopping, --monitor) need validation_split "
+                         "(--validation-split: the share of training points held out to judge epochs by)")
     if cfg.get("train_file") and not cfg.get("test_file"):
         raise ValueError("--train FILE needs --test FILE as well")
     for key in ("train_file", "test_file", "data_dir"):
@@ -109,7 +112,7 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
 
     preset = registry.SLIDE_PRESET if cfg.get("train_file") else registry.get(cfg["dataset"]).preset
     network = {"hidden": list(preset["hidden"]), "learning_rate": preset["learning_rate"], "optimizer": "adam",
-               "dense": False, **file_network}
+               "dense": False, "lr_schedule": "constant", "lr_warmup": 0.0, **file_network}
     network.update({k: flags[k] for k in NETWORK if k in flags})
     cfg["network"], cfg["lsh"] = network, {**preset["lsh"], **file_cfg.get("lsh", {})}
     try:
@@ -130,6 +133,7 @@ def build_network(cfg: dict, source) -> Network:
     lsh = None if net_cfg["dense"] else LSHConfig.from_dict(cfg["lsh"])
     return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
                    optimizer=net_cfg["optimizer"], learning_rate=net_cfg["learning_rate"],
+                   lr_schedule=net_cfg.get("lr_schedule", "constant"), lr_warmup=net_cfg.get("lr_warmup", 0.0),
                    threads=cfg.get("threads"), seed=cfg["seed"])
 
 
@@ -191,9 +195,11 @@ def main(args: argparse.Namespace) -> int:
     settings = runs.RunSettings(epochs=cfg["epochs"], batch_size=cfg["batch_size"], eval_every=eval_every,
                                 eval_samples=cfg["eval_samples"], checkpoint_every=cfg["checkpoint_every"],
                                 final_eval_samples=cfg.get("final_eval_samples"),
-                                on_divergence=cfg.get("on_divergence", "stop"), progress=not args.quiet)
+                                on_divergence=cfg.get("on_divergence", "stop"), progress=not args.quiet,
+                                early_stopping=cfg.get("early_stopping"), monitor=cfg.get("monitor", "P@1"))
     try:
-        final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title)
+        final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title,
+                         validation=source.validation)
     except TrainingInterrupted:
         print(f"\n{signals.what_stopped()}: checkpoint saved; continue with `slide train --resume {run_dir}`",
               file=sys.stderr)
@@ -201,6 +207,8 @@ def main(args: argparse.Namespace) -> int:
     except TrainingDiverged as e:
         print(f"slide: error: {e}", file=sys.stderr)
         return 3
+    if final.get("best_epoch") is not None:
+        print(f"final model: epoch {final['best_epoch']}, the best on validation ({settings.monitor})", flush=True)
     print("test (exact, {:,} points): ".format(final["test_points"]) +
           ", ".join(f"{k} {final[k]:.4f}" for k in final if k.startswith("P@")), flush=True)
     print(f"saved {run_dir / runs.MODEL}")

@@ -63,7 +63,8 @@ def _poison_after(monkeypatch, calls_before: int, clean_below: float):
 
     def poisoned(self, data, rows, *, batch_size, lr, bar=None):
         calls["n"] += 1
-        if calls["n"] > calls_before and lr >= clean_below:
+        rate = lr(0) if callable(lr) else lr  # train_rows takes a rate or a function of the batch index
+        if calls["n"] > calls_before and rate >= clean_below:
             lr = 1e36
         return original(self, data, rows, batch_size=batch_size, lr=lr, bar=bar)
 

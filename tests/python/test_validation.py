@@ -206,7 +206,9 @@ def test_class_vectors_indicator_matrices_and_scalar_rows_mean_the_same_labels(n
     (dict(seed=-1), "seed must be >= 0"),
     (dict(hidden="128"), "hidden must be a layer size"),
     (dict(learning_rate="fast"), "learning_rate"),
-    (dict(beta1="x"), "beta1 must be a number"),
+    (dict(beta1="x"), "beta1 must be a finite number"),
+    (dict(learning_rate=-2**63 - 1), "learning_rate must be a positive finite number"),
+    (dict(learning_rate=10**400), "learning_rate must be a positive finite number"),
     (dict(threads=5000), "threads must be <= 1,024"),
     (dict(hidden=(16, 8), hidden_lsh=(None, "dwta")), "hidden_lsh entries"),
 ])
