@@ -492,6 +492,18 @@ class Network:
         return ks
 
     @_one_call_at_a_time
+    def transform(self, X) -> np.ndarray:
+        """The top hidden layer's activations for every sample: a (samples, hidden[-1]) float32
+        array, the representation the output layer scores (exact: no sampling)."""
+        X = as_features(X, self.input_dim)
+        return self._core.hidden(X.indptr, X.indices, X.data)
+
+    def embeddings(self) -> np.ndarray:
+        """A copy of the input embedding: one row of hidden[0] floats per input feature (for a
+        Text8 model, one vector per vocabulary word)."""
+        return np.array(self.weights()["input.weight"], copy=True)
+
+    @_one_call_at_a_time
     def loss(self, X, Y: LabelsLike) -> float:
         """Mean exact softmax cross-entropy (every output neuron) over samples with labels."""
         X = as_features(X, self.input_dim)

@@ -165,6 +165,21 @@ void bind_network(py::module_& m) {
           },
           py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("k"), py::arg("dense"))
       .def(
+          "hidden",
+          [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd) {
+            CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, nullptr);
+            const auto width = static_cast<py::ssize_t>(net.layers.back().params.cols);
+            py::array_t<float> out({static_cast<py::ssize_t>(x.rows), width});
+            float* o = out.mutable_data();
+            {
+              py::gil_scoped_release release;
+              hidden_representation(net, x, o);
+            }
+            return out;
+          },
+          py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"),
+          "The top hidden layer's activations, one row per sample.")
+      .def(
           "mean_loss",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, const IndptrArray& yp,
              const IndexArray& yi) {

@@ -71,6 +71,17 @@ void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int3
   }
 }
 
+void hidden_representation(Network& net, const CsrFloat& x, float* out) {
+  const std::size_t width = net.layers.back().params.cols;
+  parallel_rows(net, x.rows, 64, [&](ThreadState& ts, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const Activations& h = net.forward_hidden(ts, sample_at(x, nullptr, r), Mode::kInferDense, ts.rng);
+      std::copy(h.values.begin(), h.values.begin() + static_cast<std::ptrdiff_t>(width),
+                out + static_cast<std::size_t>(r) * width);
+    }
+  });
+}
+
 double mean_loss(Network& net, const CsrFloat& x, const CsrIds& y) {
   std::vector<double> loss(net.threads(), 0.0);
   std::vector<std::int64_t> counted(net.threads(), 0);

@@ -10,6 +10,9 @@ namespace slide {
 
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores);
 
+// The top hidden layer's activations of every row of x: out holds rows x width floats.
+void hidden_representation(Network& net, const CsrFloat& x, float* out);
+
 // Mean softmax cross-entropy over the rows that have labels (exact: every output neuron).
 double mean_loss(Network& net, const CsrFloat& x, const CsrIds& y);
 
