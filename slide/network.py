@@ -492,6 +492,16 @@ class Network:
         return ks
 
     @_one_call_at_a_time
+    def predict_proba(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k labels per sample with their softmax probabilities over every output neuron:
+        (ids int32 [n, k], probabilities float32 [n, k]), best first. Exact (dense) scoring; the
+        normaliser costs one exp per output and sample on top of `predict`."""
+        _check_int("k", k, 1, self.output_dim)
+        X = as_features(X, self.input_dim)
+        ids, scores, log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, True, True)
+        return ids, np.exp(scores - log_normalizer[:, None]).astype(np.float32)
+
+    @_one_call_at_a_time
     def transform(self, X) -> np.ndarray:
         """The top hidden layer's activations for every sample: a (samples, hidden[-1]) float32
         array, the representation the output layer scores (exact: no sampling)."""

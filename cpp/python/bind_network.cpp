@@ -149,21 +149,27 @@ void bind_network(py::module_& m) {
       .def("sync_low_precision", &Network::sync_low_precision, py::call_guard<py::gil_scoped_release>())
       .def(
           "predict",
-          [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, int k, bool dense) {
+          [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, int k, bool dense,
+             bool normalizer) {
             const std::uint32_t out = net.config().layers.back().size;
             SLIDE_REQUIRE(k >= 1 && static_cast<std::uint32_t>(k) <= out, "k must be in [1, " << out << "], got " << k);
+            SLIDE_REQUIRE(dense || !normalizer, "the softmax normaliser needs dense (exact) prediction");
             CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, nullptr);
             py::array_t<std::int32_t> ids({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
             py::array_t<float> scores({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
+            py::array_t<float> lse(normalizer ? static_cast<py::ssize_t>(x.rows) : 0);
             std::int32_t* ip = ids.mutable_data();
             float* sp = scores.mutable_data();
+            float* lp = normalizer ? lse.mutable_data() : nullptr;
             {
               py::gil_scoped_release release;
-              predict_top_k(net, x, k, dense, ip, sp);
+              predict_top_k(net, x, k, dense, ip, sp, lp);
             }
-            return py::make_tuple(ids, scores);
+            if (normalizer) return py::tuple(py::make_tuple(ids, scores, lse));
+            return py::tuple(py::make_tuple(ids, scores));
           },
-          py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("k"), py::arg("dense"))
+          py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("k"), py::arg("dense"),
+          py::arg("normalizer") = false)
       .def(
           "hidden",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd) {

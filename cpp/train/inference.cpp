@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "common/rng.h"
@@ -21,8 +23,10 @@ constexpr std::uint32_t kRowsPerPass = 2048;
 
 // Exact scores for a block of samples: hidden activations first, then the output layer as GEMMs
 // over slices of its rows (scores^T = W hidden^T), so every weight row streams through once.
+// With `log_normalizer`, also each sample's log sum_j exp(score_j) over every output (a running
+// max and sum per sample, block by block), so scores can become softmax probabilities.
 void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t begin, std::int64_t end, int k,
-                 std::int32_t* ids, float* scores) {
+                 std::int32_t* ids, float* scores, float* log_normalizer) {
   const Kernels& kern = kernels();
   const Parameters& p = net.layers.back().params;
   const std::size_t h = p.cols, n = static_cast<std::size_t>(end - begin);
@@ -34,16 +38,33 @@ void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t 
   }
   std::vector<float> block(static_cast<std::size_t>(kRowsPerPass) * n);
   std::vector<TopK> best(n, TopK(k));
+  std::vector<float> run_max(log_normalizer ? n : 0, -std::numeric_limits<float>::infinity());
+  std::vector<double> run_sum(log_normalizer ? n : 0, 0.0);
   for (std::uint32_t j0 = 0; j0 < p.rows; j0 += kRowsPerPass) {
     const std::uint32_t rows = std::min(kRowsPerPass, p.rows - j0);
     kern.gemm(rows, n, h, p.row(j0), p.stride, hidden_t.data(), n, block.data(), n, false);
     for (std::uint32_t r = 0; r < rows; ++r) {
+      float* s = &block[static_cast<std::size_t>(r) * n];
       const float bias = p.bias[j0 + r];
-      const float* s = &block[static_cast<std::size_t>(r) * n];
-      for (std::size_t b = 0; b < n; ++b) best[b].push(static_cast<std::int32_t>(j0 + r), bias + s[b]);
+      for (std::size_t b = 0; b < n; ++b) {
+        s[b] += bias;
+        best[b].push(static_cast<std::int32_t>(j0 + r), s[b]);
+      }
+    }
+    if (!log_normalizer) continue;
+    for (std::size_t b = 0; b < n; ++b) {
+      float m = run_max[b];
+      for (std::uint32_t r = 0; r < rows; ++r) m = std::max(m, block[static_cast<std::size_t>(r) * n + b]);
+      double sum = run_sum[b] * std::exp(static_cast<double>(run_max[b]) - m);
+      for (std::uint32_t r = 0; r < rows; ++r) sum += std::exp(static_cast<double>(block[static_cast<std::size_t>(r) * n + b]) - m);
+      run_max[b] = m;
+      run_sum[b] = sum;
     }
   }
-  for (std::size_t b = 0; b < n; ++b) best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
+  for (std::size_t b = 0; b < n; ++b) {
+    best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
+    if (log_normalizer) log_normalizer[begin + b] = static_cast<float>(run_max[b] + std::log(run_sum[b]));
+  }
 }
 
 void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t row, int k, std::int32_t* ids,
@@ -59,10 +80,11 @@ void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t r
 
 }  // namespace
 
-void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores) {
+void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
+                   float* log_normalizer) {
   if (dense) {
     parallel_rows(net, x.rows, kBlock, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {
-      dense_block(net, ts, x, b, e, k, ids, scores);
+      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer);
     });
   } else {
     parallel_rows(net, x.rows, 16, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {

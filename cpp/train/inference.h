@@ -8,7 +8,9 @@
 
 namespace slide {
 
-void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores);
+// With `log_normalizer` (dense only), also each row's log-sum-exp over every output's score.
+void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
+                   float* log_normalizer = nullptr);
 
 // The top hidden layer's activations of every row of x: out holds rows x width floats.
 void hidden_representation(Network& net, const CsrFloat& x, float* out);

@@ -41,3 +41,22 @@ def test_transform_validates_its_input():
     net = slide.Network(60, 40, hidden=(8,), lsh=None, threads=1)
     with pytest.raises(ValueError, match="columns, expected input_dim=60"):
         net.transform(sp.random(3, 61, format="csr"))
+
+
+@pytest.mark.parametrize("lsh", [None, slide.LSHConfig(k=2, l=4)])
+def test_predict_proba_is_the_softmax_over_every_output(lsh):
+    # 5,000 outputs: more than one 2,048-row slice; 70 samples: more than one 32-sample block
+    X = sp.random(70, 60, density=0.2, format="csr", dtype=np.float32, random_state=2)
+    net = slide.Network(60, 5000, hidden=(16,), lsh=lsh, threads=2, seed=4)
+    net.fit(X, [[i * 71 % 5000] for i in range(70)], epochs=3, progress=False)
+    w = net.weights()
+    logits = net.transform(X).astype(np.float64) @ w["layers.0.weight"].T + w["layers.0.bias"]
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    ids, probs = net.predict_proba(X, k=4)
+    np.testing.assert_array_equal(ids, net.predict(X, k=4)[0])
+    np.testing.assert_allclose(probs, np.take_along_axis(p, ids, axis=1), rtol=1e-4)
+    _, everything = net.predict_proba(X[:3], k=5000)
+    np.testing.assert_allclose(everything.sum(axis=1), 1.0, rtol=1e-4)
+    with pytest.raises(ValueError, match="k must be <= 5,000"):
+        net.predict_proba(X, k=5001)
