@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <utility>
 
 #include "common/parallel.h"
 #include "common/rng.h"
@@ -43,15 +44,24 @@ std::size_t NeuronIndex::memory_bytes() const {
 void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool only_due) {
   const double t0 = now_seconds();
   const int L = config_.l;
+  // Each thread counts in its own scratch and adds to the total once, when the region ends.
   struct Scratch {
+    Scratch(int tables, std::atomic<std::int64_t>* sum) : buckets(tables), total(sum) {}
+    Scratch(Scratch&& o) noexcept
+        : hash(std::move(o.hash)), buckets(std::move(o.buckets)), total(o.total), count(std::exchange(o.count, 0)) {}
+    ~Scratch() {
+      if (count) total->fetch_add(count, std::memory_order_relaxed);
+    }
     HashScratch hash;
     std::vector<std::uint32_t> buckets;
+    std::atomic<std::int64_t>* total;
+    std::int64_t count = 0;
   };
   std::atomic<std::int64_t> hashed{0};
   parallel_for(
       threads_, static_cast<std::int64_t>(neurons_), 256,
       [&] {
-        Scratch s{HashScratch{}, std::vector<std::uint32_t>(L)};
+        Scratch s(L, &hashed);
         family_->prepare(s.hash);
         return s;
       },
@@ -59,7 +69,7 @@ void NeuronIndex::hash_neurons(const float* weights, std::size_t stride, bool on
         if (only_due && !due(static_cast<std::uint32_t>(j))) return;
         family_->buckets(weights + j * stride, s.buckets.data(), s.hash);
         for (int t = 0; t < L; ++t) codes_[static_cast<std::size_t>(t) * neurons_ + j] = s.buckets[t];
-        hashed.fetch_add(1, std::memory_order_relaxed);
+        ++s.count;
       });
   counters_.rehashed_neurons += hashed;
   counters_.hashing_seconds += now_seconds() - t0;

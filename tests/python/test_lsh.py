@@ -139,3 +139,10 @@ def test_schedule_growth_stretches_the_intervals():
     stats = net.table_stats()["layers.0"]
     assert stats["rehashes"] >= 2 and stats["generation"] >= 2
     assert stats["rehash_interval"] > 500 and stats["rebuild_interval"] > 4000
+
+
+@pytest.mark.filterwarnings("ignore:threads=3 is more than:RuntimeWarning")
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_building_the_tables_hashes_every_neuron_once_whatever_the_threads(threads):
+    net = slide.Network(300, 2000, hidden=(16,), threads=threads, lsh=slide.LSHConfig(k=3, l=8))
+    assert net.table_stats()["layers.0"]["rehashed_neurons"] == 2000  # counted per thread, summed once
