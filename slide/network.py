@@ -129,6 +129,12 @@ class Network:
         lr_warmup: share of each `fit`'s steps over which the rate rises linearly from near zero
             to the schedule's (0 = none; 0.05 is a common choice for Adam).
         beta1, beta2, eps: Adam's parameters.
+        input_norm: ``"none"``, or ``"l2"``: scale each sample's feature values to unit L2 norm
+            before the embedding, in training and inference alike (what tree and linear XC methods
+            do with tf-idf rows; it keeps long and short documents on one scale).
+        input_dropout: while training, drop each nonzero input feature with this probability
+            (after normalisation; the kept ones are scaled by 1 / (1 - p)). Regularises the
+            sparse embedding, which otherwise memorises small training sets within a few epochs.
         precision: ``"fp32"``, or ``"bf16"``: training reads BF16 copies of the weight rows (half
             the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
             elsewhere) while the optimizer updates fp32 master weights. Prediction with
@@ -154,6 +160,8 @@ class Network:
         beta1: float = 0.9,
         beta2: float = 0.999,
         eps: float = 1e-8,
+        input_norm: str = "none",
+        input_dropout: float = 0.0,
         precision: str = "fp32",
         threads: Optional[int] = None,
         seed: int = 0,
@@ -184,6 +192,10 @@ class Network:
             raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
         check_schedule(lr_schedule)
         check_warmup(lr_warmup)
+        if input_norm not in ("none", "l2"):
+            raise ValueError(f"input_norm must be 'none' or 'l2', got {input_norm!r}")
+        if not (_finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
+            raise ValueError(f"input_dropout must be a number in [0, 1), got {input_dropout!r}")
         if precision not in ("fp32", "bf16"):
             raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
         for name, value in (("beta1", beta1), ("beta2", beta2), ("eps", eps)):
@@ -202,6 +214,7 @@ class Network:
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
         self.lr_warmup = float(lr_warmup)
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
+        self.input_norm, self.input_dropout = input_norm, float(input_dropout)
         self.precision = precision
         self.threads, self.seed = int(threads), int(seed)
         self.interrupted = False
@@ -228,6 +241,8 @@ class Network:
         c.threads = self.threads
         c.seed = self.seed
         c.bf16_weights = self.precision == "bf16"
+        c.l2_normalize_input = self.input_norm == "l2"
+        c.input_dropout = self.input_dropout
         return c
 
     def get_config(self) -> dict[str, Any]:
@@ -247,6 +262,8 @@ class Network:
             "beta1": self.beta1,
             "beta2": self.beta2,
             "eps": self.eps,
+            "input_norm": self.input_norm,
+            "input_dropout": self.input_dropout,
             "precision": self.precision,
             "threads": self.threads,
             "seed": self.seed,

@@ -26,6 +26,7 @@ struct SampleView {
   std::int32_t num_features;
   const std::int32_t* labels;
   std::int32_t num_labels;
+  std::int64_t row = -1;  // the sample's row in its matrix: keys per-sample randomness (input dropout)
 };
 
 inline SampleView sample_at(const CsrFloat& x, const CsrIds* y, std::int64_t row) {
@@ -40,6 +41,7 @@ inline SampleView sample_at(const CsrFloat& x, const CsrIds* y, std::int64_t row
     s.labels = nullptr;
     s.num_labels = 0;
   }
+  s.row = row;
   return s;
 }
 

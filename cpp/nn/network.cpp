@@ -70,8 +70,35 @@ std::size_t Network::memory_bytes() const {
   return total;
 }
 
+SampleView Network::input_view(ThreadState& ts, const SampleView& s, bool training) const {
+  const bool drop = training && config_.input_dropout > 0.0f;
+  if (!drop && !config_.l2_normalize_input) return s;
+  ts.input_ids.clear();
+  ts.input_values.clear();
+  // Keep a feature when the top 32 bits of its hash fall below (1 - p) * 2^32.
+  const std::uint64_t threshold = static_cast<std::uint64_t>((1.0 - config_.input_dropout) * 4294967296.0);
+  const std::uint64_t key = mix64(config_.seed ^ mix64(static_cast<std::uint64_t>(step) * 0x9e3779b97f4a7c15ULL +
+                                                       static_cast<std::uint64_t>(s.row)));
+  double squares = 0.0;
+  if (config_.l2_normalize_input)
+    for (int i = 0; i < s.num_features; ++i) squares += static_cast<double>(s.feature_values[i]) * s.feature_values[i];
+  float scale = config_.l2_normalize_input && squares > 0.0 ? static_cast<float>(1.0 / std::sqrt(squares)) : 1.0f;
+  if (drop) scale *= static_cast<float>(1.0 / (1.0 - config_.input_dropout));  // inverted dropout: same mean
+  for (int i = 0; i < s.num_features; ++i) {
+    if (drop && (mix64(key + static_cast<std::uint64_t>(i)) >> 32) >= threshold) continue;
+    ts.input_ids.push_back(s.feature_ids[i]);
+    ts.input_values.push_back(s.feature_values[i]);
+  }
+  for (float& v : ts.input_values) v *= scale;
+  SampleView out = s;
+  out.feature_ids = ts.input_ids.data();
+  out.feature_values = ts.input_values.data();
+  out.num_features = static_cast<std::int32_t>(ts.input_ids.size());
+  return out;
+}
+
 const Activations& Network::forward_hidden(ThreadState& ts, const SampleView& s, Mode mode, Rng& rng) {
-  input.forward(s, ts.hidden0);
+  input.forward(input_view(ts, s, mode == Mode::kTrain), ts.hidden0);
   const Activations* in = &ts.hidden0;
   for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
     layers[i].forward(*in, ts.layers[i], mode, nullptr, 0, NegativePool{}, 0, rng);
@@ -113,7 +140,7 @@ void Network::backward_hidden(ThreadState& ts, const SampleView& s) {
     layers[i].backward(in, ts.layers[i], /*input_delta=*/true);
   }
   relu_backward(ts.hidden0);
-  input.backward(s, ts.hidden0.delta.data(), ts.input_touched);
+  input.backward(input_view(ts, s, /*training=*/true), ts.hidden0.delta.data(), ts.input_touched);
 }
 
 float Network::loss_of(const ThreadState& ts, const SampleView& s) const {

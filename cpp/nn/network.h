@@ -27,6 +27,11 @@ class Network {
   // The input layer and the hidden FC layers (all but the output); returns the top hidden activations.
   const Activations& forward_hidden(ThreadState& ts, const SampleView& s, Mode mode, Rng& rng);
   Activations& top_hidden(ThreadState& ts);
+  // The features the embedding sees: `s` itself, or (l2_normalize_input, input_dropout while
+  // training) a transformed copy in ts. The dropout mask is a hash of (seed, step, row, position),
+  // so a sample's backward pass, or its forward pass recomputed on another thread, drops the same
+  // features as its forward pass did.
+  SampleView input_view(ThreadState& ts, const SampleView& s, bool training) const;
   // Back-propagates from top_hidden(ts).delta (dL/d its values) through ReLU, the hidden FC layers
   // and the embedding, accumulating their gradients. Needs the activations of forward_hidden.
   void backward_hidden(ThreadState& ts, const SampleView& s);

@@ -9,6 +9,8 @@ void validate(const NetworkConfig& c) {
   SLIDE_REQUIRE(c.layers.size() >= 2, "a network needs at least one hidden layer and an output layer");
   SLIDE_REQUIRE(!c.layers.front().sampled, "the first hidden layer (the input embedding) cannot be sampled");
   SLIDE_REQUIRE(c.threads >= 1 && c.threads <= 1024, "threads must be in [1, 1024], got " << c.threads);
+  SLIDE_REQUIRE(c.input_dropout >= 0.0f && c.input_dropout < 1.0f,
+                "input_dropout must be in [0, 1), got " << c.input_dropout);
   const OptimizerConfig& o = c.optimizer;
   SLIDE_REQUIRE(o.beta1 >= 0.0f && o.beta1 < 1.0f, "beta1 must be in [0, 1), got " << o.beta1);
   SLIDE_REQUIRE(o.beta2 >= 0.0f && o.beta2 < 1.0f, "beta2 must be in [0, 1), got " << o.beta2);

@@ -24,6 +24,12 @@ struct NetworkConfig {
   // precision="bf16": the forward and backward passes read BF16 copies of the weight rows, which
   // the optimizer refreshes from the fp32 master weights it updates.
   bool bf16_weights = false;
+  // Each sample's feature values are scaled to unit L2 norm before the embedding (training and
+  // inference alike), as tree and linear XC methods do with tf-idf rows.
+  bool l2_normalize_input = false;
+  // Training only: each nonzero feature is dropped with this probability (the rest are scaled by
+  // 1 / (1 - p), after normalisation, so their mean is unchanged). Regularises the sparse embedding.
+  float input_dropout = 0.0f;
 };
 
 void validate(const NetworkConfig& c);  // throws std::invalid_argument naming the field

@@ -57,7 +57,9 @@ void bind_config(py::module_& m) {
       .def_readwrite("optimizer", &NetworkConfig::optimizer)
       .def_readwrite("threads", &NetworkConfig::threads)
       .def_readwrite("seed", &NetworkConfig::seed)
-      .def_readwrite("bf16_weights", &NetworkConfig::bf16_weights);
+      .def_readwrite("bf16_weights", &NetworkConfig::bf16_weights)
+      .def_readwrite("l2_normalize_input", &NetworkConfig::l2_normalize_input)
+      .def_readwrite("input_dropout", &NetworkConfig::input_dropout);
   m.def("estimate_memory", [](const NetworkConfig& c, std::size_t batch_size) {
     validate(c);
     const MemoryEstimate e = estimate_memory(c, batch_size);
