@@ -14,6 +14,7 @@ import numpy as np
 from ..datasets import registry
 from ..datasets.synthetic import Split, small_default, synthetic_amazon670k
 from ..datasets.text8 import load_text8
+from ..datasets.arff import load_arff
 from ..datasets.xc_files import load_xc
 from ..early_stopping import held_out_rows
 from ..network import Network
@@ -44,6 +45,12 @@ def limit(split: Split, n: Optional[int]) -> Split:
     return split if n is None else Split(split.X[:n], split.Y[:n])
 
 
+def load_file(path: Path) -> Split:
+    """A data file: multi-label ARFF (Mulan/MEKA) by its name, else Extreme Classification format."""
+    arff = path.name.lower().endswith((".arff", ".arff.gz"))
+    return load_arff(path) if arff else load_xc(path)
+
+
 def resolve(cfg: dict) -> Source:
     """cfg holds dataset or train_file/test_file, data_dir, train_samples, test_samples, seed."""
     t0 = time.perf_counter()
@@ -52,7 +59,7 @@ def resolve(cfg: dict) -> Source:
         if not cfg.get("test_file"):
             raise ValueError("--train FILE needs --test FILE as well")
         files = (Path(cfg["train_file"]), Path(cfg["test_file"]))
-        train, test = load_xc(files[0]), load_xc(files[1])
+        train, test = load_file(files[0]), load_file(files[1])
         if train.X.shape[1] != test.X.shape[1] or train.Y.shape[1] != test.Y.shape[1]:
             raise ValueError(f"{cfg['train_file']} and {cfg['test_file']} disagree on the number of features or labels "
                              f"({train.X.shape[1]} x {train.Y.shape[1]} vs {test.X.shape[1]} x {test.Y.shape[1]})")
