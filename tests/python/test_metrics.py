@@ -21,3 +21,26 @@ def test_perfect_ranking_scores_one():
     top = np.array([[0, 1], [1, 2], [2, 3], [3, 0]])
     assert precision_at_k(top, Y, 1) == 1.0
     assert ndcg_at_k(top, Y, 2) == pytest.approx(1.0)
+
+
+def test_propensities_follow_jain_et_al():
+    from slide.metrics import inverse_propensities
+
+    Y = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0]]))
+    inv = inverse_propensities(Y, a=0.55, b=1.5)
+    c = (np.log(4) - 1) * 2.5 ** 0.55
+    np.testing.assert_allclose(inv, 1 + c * (np.array([4, 1, 0]) + 1.5) ** -0.55)
+    assert inv[2] > inv[1] > inv[0]  # rarer labels weigh more
+
+
+def test_psp_by_hand_and_ideal_is_one():
+    from slide.metrics import psp_at_k, xc_report
+
+    Y = sp.csr_matrix(np.array([[1, 0, 1, 0], [0, 1, 0, 0]]))
+    inv = np.array([1.0, 2.0, 4.0, 8.0])
+    top = np.array([[0, 3], [1, 0]])
+    # hits: sample 0 ranks label 0 (1.0) first, sample 1 label 1 (2.0); ideal top-1: 4.0 and 2.0
+    assert psp_at_k(top, Y, inv, 1) == pytest.approx((1.0 + 2.0) / (4.0 + 2.0))
+    assert psp_at_k(top, Y, inv, 2) == pytest.approx((1.0 + 2.0) / (4.0 + 1.0 + 2.0))
+    assert psp_at_k(np.array([[2, 0], [1, 3]]), Y, inv, 2) == pytest.approx(1.0)
+    assert set(xc_report(top, Y, inv, ks=(1,))) == {"P@1", "nDCG@1", "PSP@1"}
