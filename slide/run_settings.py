@@ -107,6 +107,10 @@ NETWORK = _table(
     Setting("lr_warmup", "float", "share of the run's steps over which the rate warms up", 0, 0.99,
             flag="--lr-warmup"),
     Setting("dense", "bool", "full softmax instead of LSH sampling", flag="--dense"),
+    Setting("input_norm", "str", "scale each sample's features to unit L2 norm (l2) or not (none)",
+            choices=("none", "l2"), flag="--input-norm"),
+    Setting("input_dropout", "float", "share of input features dropped while training", 0, 0.95,
+            flag="--input-dropout"),
 )
 
 # Keys of run.toml's [text8] table: how the corpus becomes samples (slide.datasets.load_text8).

@@ -13,6 +13,7 @@ from ..config import LSHConfig
 from ..datasets.fingerprint import check_unchanged, fingerprint
 from ..network import Network, TrainingDiverged, TrainingInterrupted
 from ..paths import regular_file
+from ..shape_defaults import preset_for_shape
 from ..run_settings import NETWORK, RUN, TABLES, TEXT8, check_table
 from .. import runs
 from . import signals
@@ -110,22 +111,38 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
             cfg[key] = str(Path(cfg[key]).expanduser().resolve())
     from ..datasets import registry
 
-    preset = registry.SLIDE_PRESET if cfg.get("train_file") else registry.get(cfg["dataset"]).preset
-    network = {"hidden": list(preset["hidden"]), "learning_rate": preset["learning_rate"], "optimizer": "adam",
-               "dense": False, "lr_schedule": "constant", "lr_warmup": 0.0, **file_network}
-    network.update({k: flags[k] for k in NETWORK if k in flags})
-    cfg["network"], cfg["lsh"] = network, {**preset["lsh"], **file_cfg.get("lsh", {})}
+    cfg["network"] = {**file_network, **{k: flags[k] for k in NETWORK if k in flags}}
+    cfg["lsh"] = dict(file_cfg.get("lsh", {}))
     try:
-        LSHConfig.from_dict(cfg["lsh"])
+        LSHConfig.from_dict({**registry.SLIDE_PRESET["lsh"], **cfg["lsh"]})
     except ValueError as e:
         raise ValueError(f"{where if args.config else ''}[lsh] {e}") from None
     if file_text8:
         cfg["text8"] = file_text8
-    cfg.setdefault("epochs", preset["epochs"])
-    cfg.setdefault("batch_size", preset["batch_size"])
     cfg.setdefault("eval_samples", 2000)
     cfg.setdefault("checkpoint_every", 600.0)
+    if not cfg.get("train_file"):  # a user's files get theirs from the data's shape (apply_shape_preset)
+        apply_preset(cfg, registry.get(cfg["dataset"]).preset)
     return cfg
+
+
+def apply_preset(cfg: dict, preset: dict) -> None:
+    """Fill in every network, LSH and schedule setting the user left unset from `preset`."""
+    given = cfg["network"]
+    cfg["network"] = {"hidden": list(preset["hidden"]), "learning_rate": preset["learning_rate"], "optimizer": "adam",
+                      "dense": preset.get("dense", False), "lr_schedule": preset.get("lr_schedule", "constant"),
+                      "lr_warmup": 0.0, "input_norm": preset.get("input_norm", "none"),
+                      "input_dropout": preset.get("input_dropout", 0.0), **given}
+    cfg["lsh"] = {**preset["lsh"], **cfg["lsh"]}
+    cfg.setdefault("epochs", preset["epochs"])
+    cfg.setdefault("batch_size", preset["batch_size"])
+
+
+def apply_shape_preset(cfg: dict, source) -> None:
+    """For a user's own files: the preset that fits the data's shape (slide.shape_defaults), said."""
+    preset, why = preset_for_shape(source.input_dim, source.output_dim)
+    apply_preset(cfg, preset)
+    print(f"settings from the data's shape: {why} (flags and --config override any of them)", flush=True)
 
 
 def build_network(cfg: dict, source) -> Network:
@@ -134,6 +151,7 @@ def build_network(cfg: dict, source) -> Network:
     return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
                    optimizer=net_cfg["optimizer"], learning_rate=net_cfg["learning_rate"],
                    lr_schedule=net_cfg.get("lr_schedule", "constant"), lr_warmup=net_cfg.get("lr_warmup", 0.0),
+                   input_norm=net_cfg.get("input_norm", "none"), input_dropout=net_cfg.get("input_dropout", 0.0),
                    threads=cfg.get("threads"), seed=cfg["seed"])
 
 
@@ -181,6 +199,8 @@ def main(args: argparse.Namespace) -> int:
         if run_dir is not None:
             runs.create_run_dir(run_dir, overwrite=args.overwrite)  # refused before any data is read
         source = resolve(cfg)
+        if cfg.get("train_file"):
+            apply_shape_preset(cfg, source)
         net = build_network(cfg, source)
         if run_dir is None:
             run_dir = _default_run_dir(source.title)
