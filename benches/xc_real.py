@@ -1,0 +1,135 @@
+"""Real small XC datasets (Bibtex, Delicious; Mulan's ARFF files, whose train/test split is the XC
+repository's): slide with the settings `slide train` picks from the data's shape, against the tree
+methods XC users pick (omikuji = Parabel/Bonsai, napkinXC = PLT), each with its defaults, same
+threads. P@k, nDCG@k and PSP@k (A=0.55, B=1.5) on the whole test split; training seconds.
+
+    pip install omikuji napkinxc
+    python -m benches.xc_real --data-dir DIR      # DIR holds bibtex-{train,test}.arff + bibtex.xml, ...
+
+The data is not in this repository (nor needed by the tests); Mulan's repository has it under
+data/multi-label/{bibtex,delicious}. Writes benches/results/xc_real.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .environment import describe
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DATASETS = ("bibtex", "delicious")
+# Published P@1/3/5 on the XC split (Extreme Classification Repository tables).
+PUBLISHED = {"bibtex": {"SLEEC": [0.6532, 0.3924, 0.2837], "FastXML": [0.6342, 0.3923, 0.2859],
+                        "PfastreXML": [0.6347, 0.3972, 0.2964]},
+             "delicious": {"SLEEC": [0.6759, 0.6197, 0.5678], "FastXML": [0.6913, 0.6372, 0.5845],
+                           "PfastreXML": [0.6782, 0.6168, 0.5720]}}
+
+
+def load(data_dir: Path, name: str):
+    from slide.datasets import load_arff
+
+    xml = data_dir / f"{name}.xml"
+    train = load_arff(data_dir / f"{name}-train.arff", xml=xml)
+    test = load_arff(data_dir / f"{name}-test.arff", xml=xml)
+    return train, test
+
+
+def run_slide(train, test, threads: int, seed: int):
+    import slide
+    from slide.shape_defaults import preset_for_shape
+
+    preset, why = preset_for_shape(train.X.shape[1], train.Y.shape[1])
+    net = slide.Network(train.X.shape[1], train.Y.shape[1], hidden=preset["hidden"],
+                        lsh=None if preset.get("dense") else slide.LSHConfig(**preset["lsh"]),
+                        learning_rate=preset["learning_rate"], lr_schedule=preset.get("lr_schedule", "constant"),
+                        input_norm=preset.get("input_norm", "none"), input_dropout=preset.get("input_dropout", 0.0),
+                        threads=threads, seed=seed)
+    t0 = time.perf_counter()
+    net.fit(train.X, train.Y, epochs=preset["epochs"], batch_size=preset["batch_size"], progress=False)
+    seconds = time.perf_counter() - t0
+    ids, _ = net.predict(test.X, k=5)
+    return ids, seconds, {"settings": why}
+
+
+def run_omikuji(train, test, threads: int, seed: int):
+    import omikuji
+    from slide.datasets import write_xc
+
+    folder = Path(tempfile.mkdtemp())
+    try:
+        write_xc(folder / "train.txt", train.X, train.Y)
+        t0 = time.perf_counter()
+        model = omikuji.Model.train_on_data(str(folder / "train.txt"), omikuji.Model.default_hyper_param(), threads)
+        seconds = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(folder)
+    X = test.X
+    ids = np.full((X.shape[0], 5), -1, dtype=np.int64)
+    for i in range(X.shape[0]):
+        row = slice(X.indptr[i], X.indptr[i + 1])
+        top = [label for label, _ in model.predict(list(zip(X.indices[row].tolist(), X.data[row].tolist())), top_k=5)]
+        ids[i, :len(top)] = top
+    return ids, seconds, {"hyper_param": "omikuji defaults (Parabel-like)"}
+
+
+def run_napkinxc(train, test, threads: int, seed: int):
+    from napkinxc.models import PLT
+
+    labels = [[int(j) for j in train.Y.indices[train.Y.indptr[i]:train.Y.indptr[i + 1]]] for i in range(len(train))]
+    folder = tempfile.mkdtemp()
+    try:
+        model = PLT(folder, threads=threads, seed=seed)
+        t0 = time.perf_counter()
+        model.fit(train.X.astype(np.float64), labels)
+        seconds = time.perf_counter() - t0
+        predicted = model.predict(test.X.astype(np.float64), top_k=5)
+    finally:
+        shutil.rmtree(folder)
+    ids = np.full((len(predicted), 5), -1, dtype=np.int64)
+    for i, top in enumerate(predicted):
+        ids[i, :len(top)] = top
+    return ids, seconds, {"hyper_param": "napkinXC PLT defaults"}
+
+
+SYSTEMS = {"slide": run_slide, "omikuji": run_omikuji, "napkinxc": run_napkinxc}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", type=Path, required=True)
+    ap.add_argument("--datasets", nargs="*", default=list(DATASETS), choices=DATASETS)
+    ap.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=list(SYSTEMS))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    from slide.metrics import inverse_propensities, xc_report
+
+    report = {"environment": describe(args.threads), "protocol": __doc__.split("\n\n")[0], "results": {},
+              "published": PUBLISHED}
+    for name in args.datasets:
+        train, test = load(args.data_dir, name)
+        inv = inverse_propensities(train.Y)
+        report["results"][name] = {"train": len(train), "test": len(test), "features": train.X.shape[1],
+                                   "labels": train.Y.shape[1], "systems": {}}
+        for system in args.systems:
+            ids, seconds, notes = SYSTEMS[system](train, test, args.threads, args.seed)
+            metrics = xc_report(ids, test.Y, inv)
+            report["results"][name]["systems"][system] = {"train_seconds": round(seconds, 2), **notes,
+                                                          **{k: round(v, 4) for k, v in metrics.items()}}
+            print(f"{name:10s} {system:9s} train {seconds:6.1f}s  " +
+                  "  ".join(f"{k} {metrics[k]:.4f}" for k in ("P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5")),
+                  flush=True)
+            RESULTS.mkdir(exist_ok=True)
+            (RESULTS / "xc_real.json").write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
