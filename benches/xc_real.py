@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -58,47 +56,19 @@ def run_slide(train, test, threads: int, seed: int):
     return ids, seconds, {"settings": why}
 
 
-def run_omikuji(train, test, threads: int, seed: int):
-    import omikuji
-    from slide.datasets import write_xc
+def run_tree(name: str):
+    def run(train, test, threads: int, seed: int):
+        from .tree_baselines import TREES
 
-    folder = Path(tempfile.mkdtemp())
-    try:
-        write_xc(folder / "train.txt", train.X, train.Y)
+        model = TREES[name](threads, seed)
         t0 = time.perf_counter()
-        model = omikuji.Model.train_on_data(str(folder / "train.txt"), omikuji.Model.default_hyper_param(), threads)
+        model.fit(train.X, train.Y)
         seconds = time.perf_counter() - t0
-    finally:
-        shutil.rmtree(folder)
-    X = test.X
-    ids = np.full((X.shape[0], 5), -1, dtype=np.int64)
-    for i in range(X.shape[0]):
-        row = slice(X.indptr[i], X.indptr[i + 1])
-        top = [label for label, _ in model.predict(list(zip(X.indices[row].tolist(), X.data[row].tolist())), top_k=5)]
-        ids[i, :len(top)] = top
-    return ids, seconds, {"hyper_param": "omikuji defaults (Parabel-like)"}
+        return model.top_k(test.X, 5), seconds, {"hyper_param": model.hyper_param}
+    return run
 
 
-def run_napkinxc(train, test, threads: int, seed: int):
-    from napkinxc.models import PLT
-
-    labels = [[int(j) for j in train.Y.indices[train.Y.indptr[i]:train.Y.indptr[i + 1]]] for i in range(len(train))]
-    folder = tempfile.mkdtemp()
-    try:
-        model = PLT(folder, threads=threads, seed=seed)
-        t0 = time.perf_counter()
-        model.fit(train.X.astype(np.float64), labels)
-        seconds = time.perf_counter() - t0
-        predicted = model.predict(test.X.astype(np.float64), top_k=5)
-    finally:
-        shutil.rmtree(folder)
-    ids = np.full((len(predicted), 5), -1, dtype=np.int64)
-    for i, top in enumerate(predicted):
-        ids[i, :len(top)] = top
-    return ids, seconds, {"hyper_param": "napkinXC PLT defaults"}
-
-
-SYSTEMS = {"slide": run_slide, "omikuji": run_omikuji, "napkinxc": run_napkinxc}
+SYSTEMS = {"slide": run_slide, "omikuji": run_tree("omikuji"), "napkinxc": run_tree("napkinxc")}
 
 
 def main() -> int:

@@ -16,15 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
-def generated_data(n_train: int, n_test: int, **generator_kwargs) -> Iterator[Path]:
-    """Amazon-670K-shaped data (test rows shuffled), written as .npz for the child processes;
-    `generator_kwargs` go to `synthetic_amazon670k` (e.g. ``cluster_size``)."""
+def generated_data(n_train: int, n_test: int, generator: str = "clean", **generator_kwargs) -> Iterator[Path]:
+    """Amazon-670K-shaped data, written as .npz for the child processes: `synthetic_amazon670k`
+    (``generator="clean"``; `generator_kwargs` such as ``cluster_size`` go to it) or
+    `catalogue_amazon670k` (``"catalogue"``)."""
     import scipy.sparse as sp
 
-    from slide.datasets import synthetic_amazon670k
+    from slide.datasets import catalogue_amazon670k, synthetic_amazon670k
 
+    make = {"clean": synthetic_amazon670k, "catalogue": catalogue_amazon670k}[generator]
     with tempfile.TemporaryDirectory() as tmp:
-        train, test = synthetic_amazon670k(n_train=n_train, n_test=n_test, seed=0, **generator_kwargs)
+        train, test = make(n_train=n_train, n_test=n_test, seed=0, **generator_kwargs)
         for name, m in (("Xtr", train.X), ("Ytr", train.Y), ("Xte", test.X), ("Yte", test.Y)):
             sp.save_npz(Path(tmp) / f"{name}.npz", m, compressed=False)
         del train, test

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..datasets import registry
+from ..datasets.catalogue import catalogue_amazon670k
 from ..datasets.synthetic import Split, small_default, synthetic_amazon670k
 from ..datasets.text8 import load_text8
 from ..datasets.arff import load_arff
@@ -21,6 +22,9 @@ from ..network import Network
 from ..runs import Stream, in_memory_stream
 
 log = logging.getLogger("slide")
+
+# Named generated datasets, by the functions that make them (train and test sizes from the CLI).
+GENERATED = {"synthetic-amazon670k": synthetic_amazon670k, "catalogue-amazon670k": catalogue_amazon670k}
 
 
 @dataclass
@@ -71,8 +75,8 @@ def resolve(cfg: dict) -> Source:
             return _text8_source(info, cfg, t0)
         if info.name == "default":
             train, test = small_default(seed=seed)
-        elif info.name == "synthetic-amazon670k":
-            train, test = synthetic_amazon670k(n_train=cfg.get("train_samples") or info.stats["train"],
+        elif info.name in GENERATED:
+            train, test = GENERATED[info.name](n_train=cfg.get("train_samples") or info.stats["train"],
                                                n_test=cfg.get("test_samples") or info.stats["test"], seed=seed)
         else:
             train_path, test_path = registry.locate(info, registry.data_dir(cfg.get("data_dir")))

@@ -57,6 +57,12 @@ DATASETS: dict[str, DatasetInfo] = {
         "generated data of Amazon-670K's exact shape (135,909 features, 670,091 labels, ~75 nnz, ~5.45 labels)",
         stats=dict(features=135_909, labels=670_091, train=490_449, test=153_025),
         preset=SLIDE_PRESET),
+    "catalogue-amazon670k": DatasetInfo(
+        "catalogue-amazon670k", "synthetic",
+        "generated data as hard as Amazon-670K: its shape, long label tail (~4 points per label), labels in "
+        "topics, generic TF-IDF words",
+        stats=dict(features=135_909, labels=670_091, train=490_449, test=153_025),
+        preset=SLIDE_PRESET),
     "amazon670k": _xc_dataset("amazon670k", "Amazon-670K product-to-product recommendation", "amazon", "Amazon-670K",
                               features=135_909, labels=670_091, train=490_449, test=153_025, labels_per_point=5.45,
                               nnz_per_point=75),
