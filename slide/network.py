@@ -288,6 +288,9 @@ class Network:
 
     def __repr__(self) -> str:
         out = f"sampled by {self.lsh.family.upper()} (K={self.lsh.k}, L={self.lsh.l})" if self.lsh else "dense"
+        if self.lsh and self.lsh.batch_active > 0:
+            out += (f" per batch (batch_active={self.lsh.batch_active}, "
+                    f"min_active={self.lsh.min_active})")
         return (f"Network({self.input_dim} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim}, "
                 f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, {self.precision}, threads={self.threads})")
 

@@ -8,8 +8,12 @@ FILE --test FILE`). Measured on the real Bibtex (159 labels) and Delicious (983 
   training, L2-normalised rows and a cosine-decayed rate let 1,024 units train for 20 epochs
   without the decline (Bibtex 0.635, Delicious 0.667; SLIDE's 128-unit setting: 0.587 and 0.655).
 
-Above DENSE_OUTPUT_MAX the SLIDE paper's configuration stays the default: nothing measured here yet
-says better for LSH-sampled outputs.
+Above DENSE_OUTPUT_MAX the output layer is LSH-sampled in the batch-shared mode, measured on
+Amazon-670K-shaped catalogue data (100k training points, 670,091 labels; README, Amazon-670K-shaped
+data as hard as the real thing): hidden 128 at Adam's 1e-3 for 20 epochs reaches P@1 0.219 in
+300 s, where SLIDE's per-sample mode reaches 0.18 and its one-epoch preset 0.004. Faster learners
+(hidden 256 at 1e-2 or 3e-3) peak early (0.17, 0.15) and then memorise the training set, whose tail
+labels have one or two points each.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     input_norm="l2", input_dropout=0.3, lsh=SLIDE_PRESET["lsh"])
 
 
+LARGE_OUTPUT_PRESET: dict[str, Any] = dict(
+    hidden=[128], learning_rate=1e-3, batch_size=256, epochs=20,
+    lsh={**SLIDE_PRESET["lsh"], "batch_active": 1024, "min_active": 6000, "rehash_every": 25_600})
+
+
 def preset_for_shape(n_features: int, n_labels: int) -> tuple[dict[str, Any], str]:
     """(preset, why): the settings for a problem with this many features and labels, and a line
     that says what was picked and why."""
@@ -33,6 +42,8 @@ def preset_for_shape(n_features: int, n_labels: int) -> tuple[dict[str, Any], st
         return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, hidden {p['hidden'][0]}, "
                    f"L2-normalised inputs, input dropout {p['input_dropout']}, {p['epochs']} epochs with a "
                    f"{p['lr_schedule']} learning rate from {p['learning_rate']:g}")
-    return SLIDE_PRESET, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: the SLIDE paper's LSH output layer "
-                          f"(DWTA K={SLIDE_PRESET['lsh']['k']}, L={SLIDE_PRESET['lsh']['l']}), hidden "
-                          f"{SLIDE_PRESET['hidden'][0]}")
+    p = LARGE_OUTPUT_PRESET
+    return p, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: LSH-sampled output in the batch-shared mode "
+               f"(the batch's labels, its {p['lsh']['batch_active']:,} most frequent DWTA candidates, uniform "
+               f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}, {p['epochs']} epochs at "
+               f"learning rate {p['learning_rate']:g}")
