@@ -126,6 +126,8 @@ def main() -> int:
                     help="clean: synthetic_amazon670k (every label its own signature); catalogue: catalogue_amazon670k")
     ap.add_argument("--cluster-size", type=int, default=1, help="labels per cluster of near-duplicates")
     ap.add_argument("--cluster-share", type=float, default=0.5, help="share of a label's signature from its cluster")
+    ap.add_argument("--results", type=Path, help="folder for the results (default: benches/results/compare, "
+                    "compare-clustered or compare-catalogue by the data)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -145,6 +147,7 @@ def main() -> int:
         out = RESULTS if args.cluster_size == 1 else RESULTS.with_name("compare-clustered")
         generator_kwargs = {"cluster_size": args.cluster_size, "cluster_share": args.cluster_share}
         title = "Amazon-670K-shaped data: P@1 against training time, 2 threads"
+    out = args.results or out
     args.systems = args.systems or (SYSTEMS + TREE_SYSTEMS if args.generator == "catalogue" else SYSTEMS)
     out.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -164,7 +167,7 @@ def main() -> int:
     tf_rate = results.get("tf-full", {}).get("samples_per_second")
     md = table(results, tf_rate)
     report = {"benchmark": "compare", "environment": describe(args.threads),
-              "config": {k: v for k, v in vars(args).items() if k not in ("child", "data")}, "results": results}
+              "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k not in ("child", "data")}, "results": results}
     (out / "compare.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "compare.md").write_text(md)
     plot(results, out / "compare_p1.png", title)
