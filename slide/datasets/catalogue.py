@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .synthetic import Split
+from .synthetic import AMAZON670K_SHAPE, Split, split_at, unit_rows
 
 
 def _zipf_cdf(n: int, power: float, offset: float) -> np.ndarray:
@@ -115,7 +115,7 @@ def make_catalogue(
 
     # Labels per point: the first by popularity, the rest from its topic or, sometimes, anywhere.
     counts = np.minimum(1 + rng.poisson(avg_labels - 1.0, size=n_samples), n_labels)
-    first = np.minimum(np.searchsorted(slot_cdf, rng.random(n_samples) * total_pop), n_labels - 1)
+    first = _draw(slot_cdf, rng.random(n_samples) * total_pop)
     topic = topic_of_slot[first]
     rows = np.repeat(np.arange(n_samples), counts - 1)
     topic_of_extra = topic[rows]
@@ -124,7 +124,7 @@ def make_catalogue(
         t = topic_of_extra[which]
         u = rng.random(which.size)
         target = np.where(rng.random(which.size) < same_topic, below[t] + u * within[t], u * total_pop)
-        return np.minimum(np.searchsorted(slot_cdf, target), n_labels - 1)
+        return _draw(slot_cdf, target)
 
     rest = draw_extra(np.arange(rows.size))
     for _ in range(8):  # draw again the labels a point already has, so avg_labels holds after merging
@@ -164,21 +164,14 @@ def make_catalogue(
     df = np.bincount(X.indices, minlength=n_features)
     idf = np.log((1.0 + n_samples) / (1.0 + df)).astype(np.float32) + 1.0
     X.data *= idf[X.indices]
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    X = sp.csr_matrix(sp.diags(1.0 / np.maximum(norms, 1e-12)).astype(np.float32) @ X)
-    X.indices = X.indices.astype(np.int32)
-    X.indptr = X.indptr.astype(np.int64)
-    return Split(X.astype(np.float32), Y)
+    return Split(unit_rows(X), Y)
 
 
-def catalogue_amazon670k(n_train: int = 490_449, n_test: int = 153_025, *, seed: int = 0,
-                         **kwargs) -> tuple[Split, Split]:
+def catalogue_amazon670k(n_train: int = AMAZON670K_SHAPE["n_train"], n_test: int = AMAZON670K_SHAPE["n_test"], *,
+                         seed: int = 0, **kwargs) -> tuple[Split, Split]:
     """Catalogue data of Amazon-670K's exact shape and statistics (135,909 features, 670,091 labels,
     ~75 nonzeros, ~5.45 labels per point, ~3.99 points per label over the full 490,449 training
-    points), split into training and (shuffled) test points. Other keyword arguments go to
-    `make_catalogue`."""
-    from .synthetic import AMAZON670K_SHAPE as s
-
-    data = make_catalogue(n_train + n_test, s["n_features"], s["n_labels"], avg_labels=s["avg_labels"],
-                          seed=seed, **kwargs)
-    return Split(data.X[:n_train], data.Y[:n_train]), Split(data.X[n_train:], data.Y[n_train:])
+    points), split into training and test points. Other keyword arguments go to `make_catalogue`."""
+    s = AMAZON670K_SHAPE
+    return split_at(make_catalogue(n_train + n_test, s["n_features"], s["n_labels"], avg_labels=s["avg_labels"],
+                                   seed=seed, **kwargs), n_train)

@@ -125,18 +125,27 @@ def make_extreme_classification(
     X = sp.csr_matrix((np.concatenate([sig_vals, bg_vals]), (rows, np.concatenate([sig_feats, bg_feats]))),
                       shape=(n_samples, n_features), dtype=np.float32)
     X.sum_duplicates()
+    return Split(unit_rows(X), Y)
+
+
+def unit_rows(X: sp.csr_matrix) -> sp.csr_matrix:
+    """X with every row scaled to unit L2 norm, float32 values, int32 indices and int64 indptr."""
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     X = sp.csr_matrix(sp.diags(1.0 / np.maximum(norms, 1e-12)).astype(np.float32) @ X)
     X.indices = X.indices.astype(np.int32)
     X.indptr = X.indptr.astype(np.int64)
-    return Split(X.astype(np.float32), Y)
+    return X.astype(np.float32)
+
+
+def split_at(data: Split, n_train: int) -> tuple[Split, Split]:
+    """The first `n_train` points and the rest."""
+    return Split(data.X[:n_train], data.Y[:n_train]), Split(data.X[n_train:], data.Y[n_train:])
 
 
 def make_train_test(n_train: int, n_test: int, n_features: int, n_labels: int, *, seed: int = 0,
                     **kwargs) -> tuple[Split, Split]:
     """One generated problem split into a training and a test part (test points shuffled)."""
-    data = make_extreme_classification(n_train + n_test, n_features, n_labels, seed=seed, **kwargs)
-    return Split(data.X[:n_train], data.Y[:n_train]), Split(data.X[n_train:], data.Y[n_train:])
+    return split_at(make_extreme_classification(n_train + n_test, n_features, n_labels, seed=seed, **kwargs), n_train)
 
 
 def synthetic_amazon670k(n_train: int = AMAZON670K_SHAPE["n_train"], n_test: int = AMAZON670K_SHAPE["n_test"], *,
