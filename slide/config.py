@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from . import _core
+from .settings import LSH, defaults
 
 HashFamilyName = Literal["dwta", "wta", "simhash", "minhash"]
 BucketPolicyName = Literal["fifo", "reservoir"]
@@ -14,6 +15,8 @@ BucketPolicyName = Literal["fifo", "reservoir"]
 
 # The engine's field widths: the sample intervals are 64-bit, every other integer 32-bit.
 _INT_LIMIT = defaultdict(lambda: 2**31, rehash_every=2**63, rebuild_every=2**63)
+# Declared once, in slide.settings (tests hold the C++ struct's defaults to the same table).
+_DEFAULT = defaults(LSH)
 
 
 @dataclass(frozen=True)
@@ -54,48 +57,47 @@ class LSHConfig:
             paper's decaying schedule is ~1.1).
     """
 
-    family: HashFamilyName = "dwta"
-    k: int = 6
-    l: int = 50
-    range_bits: int = 0
-    bin_size: int = 8
-    bucket_size: int = 128
-    bucket_policy: BucketPolicyName = "fifo"
-    simhash_density: float = 1.0 / 3.0
-    minhash_topk: int = 0
-    min_active: int = 0
-    max_active: int = 0
-    batch_negatives: int = 64
-    batch_active: int = 0
-    rehash_every: int = 6400
-    rebuild_every: int = 128_000
-    rehash_min_updates: int = 4
-    schedule_growth: float = 1.0
+    family: HashFamilyName = _DEFAULT["family"]
+    k: int = _DEFAULT["k"]
+    l: int = _DEFAULT["l"]
+    range_bits: int = _DEFAULT["range_bits"]
+    bin_size: int = _DEFAULT["bin_size"]
+    bucket_size: int = _DEFAULT["bucket_size"]
+    bucket_policy: BucketPolicyName = _DEFAULT["bucket_policy"]
+    simhash_density: float = _DEFAULT["simhash_density"]
+    minhash_topk: int = _DEFAULT["minhash_topk"]
+    min_active: int = _DEFAULT["min_active"]
+    max_active: int = _DEFAULT["max_active"]
+    batch_negatives: int = _DEFAULT["batch_negatives"]
+    batch_active: int = _DEFAULT["batch_active"]
+    rehash_every: int = _DEFAULT["rehash_every"]
+    rebuild_every: int = _DEFAULT["rebuild_every"]
+    rehash_min_updates: int = _DEFAULT["rehash_min_updates"]
+    schedule_growth: float = _DEFAULT["schedule_growth"]
 
     def __post_init__(self) -> None:
-        if self.family not in ("dwta", "wta", "simhash", "minhash"):
-            raise ValueError(f"LSHConfig.family must be 'dwta', 'wta', 'simhash' or 'minhash', got {self.family!r}")
-        if self.bucket_policy not in ("fifo", "reservoir"):
-            raise ValueError(f"LSHConfig.bucket_policy must be 'fifo' or 'reservoir', got {self.bucket_policy!r}")
         for f in fields(self):
             value = getattr(self, f.name)
+            label = f"LSHConfig.{f.name}"
             if f.type in ("int", int) and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"LSHConfig.{f.name} must be an integer, got {value!r}")
+                raise ValueError(f"{label} must be an integer, got {value!r}")
             if f.type in ("int", int) and not -_INT_LIMIT[f.name] <= value < _INT_LIMIT[f.name]:
-                raise ValueError(f"LSHConfig.{f.name} must be below {_INT_LIMIT[f.name]:,} in magnitude, got {value:,}")
+                raise ValueError(f"{label} must be below {_INT_LIMIT[f.name]:,} in magnitude, got {value:,}")
             if f.type in ("float", float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"LSHConfig.{f.name} must be a number, got {value!r}")
-        # The remaining range checks live in C++ (lsh_config.cpp) and surface as ValueError.
+                raise ValueError(f"{label} must be a number, got {value!r}")
+            LSH[f.name].check(value, label)
+        # What depends on the layer (bin_size against its input width, k x code bits) is checked in
+        # C++ (lsh_config.cpp) and surfaces as ValueError.
 
     def to_core(self) -> _core.LshConfig:
         c = _core.LshConfig()
-        c.family = getattr(_core.HashKind, self.family)
-        c.policy = getattr(_core.BucketPolicy, self.bucket_policy)
-        for name in ("k", "l", "range_bits", "bin_size", "bucket_size", "minhash_topk", "min_active",
-                     "max_active", "batch_negatives", "batch_active", "rehash_every", "rebuild_every", "rehash_min_updates"):
-            setattr(c, name, int(getattr(self, name)))
-        c.simhash_density = float(self.simhash_density)
-        c.schedule_growth = float(self.schedule_growth)
+        for name, value in asdict(self).items():
+            if name == "family":
+                c.family = getattr(_core.HashKind, value)
+            elif name == "bucket_policy":
+                c.policy = getattr(_core.BucketPolicy, value)
+            else:
+                setattr(c, name, value)
         return c
 
     def to_dict(self) -> dict[str, Any]:

@@ -19,6 +19,8 @@ import scipy.sparse as sp
 from . import _core, memory
 from ._inputs import MAX_DIM, LabelsLike, as_features, as_labels
 from .config import LSHConfig
+from .modes import DEFAULT_MODE, check_mode, mode_of
+from .settings import NETWORK, defaults
 from .early_stopping import BestTracker, check_monitor, held_out_rows, restore, snapshot
 from .metrics import ranking_report
 from .progress import progress_bar
@@ -26,7 +28,8 @@ from .schedules import Schedule, check_schedule, check_warmup, lr_multiplier
 
 log = logging.getLogger("slide")
 
-_DEFAULT_LSH = LSHConfig()
+_MODE_LSH = LSHConfig()  # a marker: lsh not given, so it comes from the mode
+_D = defaults(NETWORK)    # the constructor's defaults, declared in slide.settings
 _ESTIMATE_BATCH = 1024  # the batch size the workspace estimate allows for (fit's default is 128)
 _MAX_SEED = 2**64 - 1  # the engine's seed is a uint64
 _DEFAULT_KS = (1, 3, 5)
@@ -120,7 +123,12 @@ class Network:
         output_dim: number of labels (output neurons).
         hidden: sizes of the hidden ReLU layers (one int for one layer); the first is the
             sparse-input embedding.
-        lsh: how the output layer samples its active neurons; ``None`` trains the full softmax.
+        mode: how the output layer trains (``slide.MODES``): ``"batch"`` (the default: the batch
+            shares one LSH-chosen active set and trains as matrix products), ``"sample"`` (SLIDE:
+            an active set per sample) or ``"dense"`` (full softmax). Omit it to take the mode of
+            ``lsh``.
+        lsh: the output layer's LSH settings, when the mode's are not what you want
+            (``slide.MODES["batch"].lsh_config(k=4)``); ``None`` trains the full softmax.
         hidden_lsh: optional per-hidden-layer LSH configs (``None`` = dense); the first hidden
             layer cannot be sampled.
         optimizer: ``"adam"`` (lazy: only rows that received gradient are updated) or ``"sgd"``.
@@ -149,20 +157,21 @@ class Network:
         self,
         input_dim: int,
         output_dim: int,
-        hidden: Union[int, Sequence[int]] = (128,),
+        hidden: Union[int, Sequence[int]] = tuple(_D["hidden"]),
         *,
-        lsh: Optional[LSHConfig] = _DEFAULT_LSH,
+        mode: Optional[str] = None,
+        lsh: Optional[LSHConfig] = _MODE_LSH,
         hidden_lsh: Optional[Sequence[Optional[LSHConfig]]] = None,
-        optimizer: str = "adam",
-        learning_rate: float = 1e-3,
-        lr_schedule: Schedule = "constant",
-        lr_warmup: float = 0.0,
-        beta1: float = 0.9,
-        beta2: float = 0.999,
-        eps: float = 1e-8,
-        input_norm: str = "none",
-        input_dropout: float = 0.0,
-        precision: str = "fp32",
+        optimizer: str = _D["optimizer"],
+        learning_rate: float = _D["learning_rate"],
+        lr_schedule: Schedule = _D["lr_schedule"],
+        lr_warmup: float = _D["lr_warmup"],
+        beta1: float = _D["beta1"],
+        beta2: float = _D["beta2"],
+        eps: float = _D["eps"],
+        input_norm: str = _D["input_norm"],
+        input_dropout: float = _D["input_dropout"],
+        precision: str = _D["precision"],
         threads: Optional[int] = None,
         seed: int = 0,
     ) -> None:
@@ -179,6 +188,11 @@ class Network:
             _check_int("hidden layer size", h, 1, MAX_DIM)
         if lsh is not None and not isinstance(lsh, LSHConfig):
             raise ValueError(f"lsh must be an LSHConfig or None, got {type(lsh).__name__}")
+        if lsh is _MODE_LSH:
+            lsh = check_mode(DEFAULT_MODE if mode is None else mode).lsh_config()
+        elif mode is not None and check_mode(mode).name != mode_of(lsh):
+            raise ValueError(f"mode={mode!r} contradicts lsh={lsh!r}, which trains in mode {mode_of(lsh)!r}; "
+                             f"give one of them, or an lsh for that mode (slide.MODES[{mode!r}].lsh_config(...))")
         hidden_lsh = tuple(hidden_lsh) if hidden_lsh is not None else (None,) * len(hidden)
         if len(hidden_lsh) != len(hidden):
             raise ValueError(f"hidden_lsh has {len(hidden_lsh)} entries for {len(hidden)} hidden layers")
@@ -278,6 +292,11 @@ class Network:
         return cls(**c)
 
     @property
+    def mode(self) -> str:
+        """How the output layer trains: "batch", "sample" or "dense" (read from `lsh`)."""
+        return mode_of(self.lsh)
+
+    @property
     def sampled(self) -> bool:
         return self.lsh is not None
 
@@ -288,9 +307,11 @@ class Network:
 
     def __repr__(self) -> str:
         out = f"sampled by {self.lsh.family.upper()} (K={self.lsh.k}, L={self.lsh.l})" if self.lsh else "dense"
-        if self.lsh and self.lsh.batch_active > 0:
+        if self.mode == "batch":
             out += (f" per batch (batch_active={self.lsh.batch_active}, "
                     f"min_active={self.lsh.min_active})")
+        elif self.mode == "sample":
+            out += " per sample"
         return (f"Network({self.input_dim} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim}, "
                 f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, {self.precision}, threads={self.threads})")
 

@@ -23,7 +23,7 @@ from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupte
 from .plots import plot_progress
 from .progress import progress_bar
 from .early_stopping import BestTracker
-from .run_settings import RUN
+from .settings import RUN
 from .schedules import lr_multiplier
 
 log = logging.getLogger("slide")
@@ -87,7 +87,7 @@ class RunSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
-        """ValueError naming the first setting out of its range (run_settings.RUN)."""
+        """ValueError naming the first setting out of its range (settings.RUN)."""
         for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence",
                      "monitor"):
             RUN[name].check(getattr(self, name))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from .datasets.registry import SLIDE_PRESET
+from .modes import MODES
 
 DENSE_OUTPUT_MAX = 8192
 
@@ -31,7 +32,7 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
 
 LARGE_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[128], learning_rate=1e-3, batch_size=256, epochs=20,
-    lsh={**SLIDE_PRESET["lsh"], "batch_active": 1024, "min_active": 6000, "rehash_every": 25_600})
+    lsh={**SLIDE_PRESET["lsh"], **MODES["batch"].lsh})
 
 
 def preset_for_shape(n_features: int, n_labels: int) -> tuple[dict[str, Any], str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..network import Network
 from .. import runs
-from ..run_settings import RUN
+from ..settings import RUN
 from .sources import limit, resolve, shuffled
 
 

@@ -14,7 +14,8 @@ from ..datasets.fingerprint import check_unchanged, fingerprint
 from ..network import Network, TrainingDiverged, TrainingInterrupted
 from ..paths import regular_file
 from ..shape_defaults import preset_for_shape
-from ..run_settings import NETWORK, RUN, TABLES, TEXT8, check_table
+from ..modes import MODES
+from ..settings import NETWORK, RUN, TABLES, TEXT8, check_table, defaults, parse_assignment
 from .. import runs
 from . import signals
 from .sources import resolve
@@ -43,6 +44,9 @@ def add_parser(sub) -> None:
             group.add_argument(setting.flag, dest=setting.name, type=_TYPES[setting.kind],
                                choices=setting.choices or None, help=setting.doc,
                                metavar=None if setting.choices else _METAVARS[setting.kind])
+    run.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
+                     help="any setting of the tables in `python -m slide.settings`, e.g. --set lsh.k=4, "
+                          "--set network.hidden=[256,128], --set eval_samples=500 (repeatable)")
     run.add_argument("--out", type=Path, help="the run folder (default: ./slide-runs/<dataset>-<time>)")
     run.add_argument("--overwrite", action="store_true", help="start afresh in an --out folder that holds a run")
     run.add_argument("--resume", type=Path, metavar="RUN_DIR",
@@ -68,19 +72,31 @@ def _read_toml(path: Path) -> dict:
 
 
 def _given_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings given on the command line, each checked (messages name the flag)."""
-    out = {}
+    """The run and [network] settings given on the command line, by flag or --set, each checked
+    (messages name the flag). The same setting given twice is refused."""
+    out: dict[str, Any] = {}
     for table in (RUN, NETWORK):
         for name, setting in table.items():
             value = getattr(args, name, None)
             if setting.flag is not None and value is not None:
                 out[name] = setting.check(value, setting.flag)
+    for section, name, value in _assignments(args, ("", "network")):
+        if name in out:
+            flag = (RUN.get(name) or NETWORK[name]).flag or f"--set {name}"
+            raise ValueError(f"--set {section + '.' if section else ''}{name} and {flag} both set {name}; give one")
+        out[name] = value
     return out
+
+
+def _assignments(args: argparse.Namespace, sections: tuple[str, ...]) -> list[tuple[str, str, Any]]:
+    """The --set assignments to the given sections ("" = the run's own settings), checked."""
+    parsed = [parse_assignment(a) for a in getattr(args, "assignments", [])]
+    return [p for p in parsed if p[0] in sections]
 
 
 def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
     """Preset of the dataset, then the TOML file, then command-line flags; every value checked
-    against run_settings, data paths made absolute."""
+    against slide.settings, data paths made absolute."""
     file_cfg = _read_toml(args.config) if args.config else {}
     where = f"{args.config}: "
     top = check_table({k: v for k, v in file_cfg.items() if k not in TABLES}, RUN,
@@ -91,6 +107,7 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
                          f"got {file_cfg[unknown_tables[0]]!r}")
     file_network = check_table(file_cfg.get("network", {}), NETWORK, f"{where}[network] ")
     file_text8 = check_table(file_cfg.get("text8", {}), TEXT8, f"{where}[text8] ")
+    file_text8.update({name: value for _, name, value in _assignments(args, ("text8",))})
     flags = _given_flags(args)
     if flags.get("test_file") and not flags.get("train_file"):
         raise ValueError("--test FILE needs --train FILE (a named dataset brings its own test split)")
@@ -112,7 +129,10 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
     from ..datasets import registry
 
     cfg["network"] = {**file_network, **{k: flags[k] for k in NETWORK if k in flags}}
-    cfg["lsh"] = dict(file_cfg.get("lsh", {}))
+    cfg["lsh"] = {**file_cfg.get("lsh", {}), **{name: value for _, name, value in _assignments(args, ("lsh",))}}
+    if cfg["network"].get("dense") and cfg["network"].get("mode", "dense") != "dense":
+        raise ValueError(f"dense (--dense) and mode {cfg['network']['mode']!r} (--mode) contradict each other; "
+                         "give one")
     try:
         LSHConfig.from_dict({**registry.SLIDE_PRESET["lsh"], **cfg["lsh"]})
     except ValueError as e:
@@ -127,13 +147,18 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def apply_preset(cfg: dict, preset: dict) -> None:
-    """Fill in every network, LSH and schedule setting the user left unset from `preset`."""
+    """Fill in every network, LSH and schedule setting the user left unset: from `preset`, else
+    from the settings table. A mode the user named sets its LSH settings over the preset's (and
+    under the user's own [lsh] settings); otherwise the preset's LSH settings decide the mode."""
     given = cfg["network"]
-    cfg["network"] = {"hidden": list(preset["hidden"]), "learning_rate": preset["learning_rate"], "optimizer": "adam",
-                      "dense": preset.get("dense", False), "lr_schedule": preset.get("lr_schedule", "constant"),
-                      "lr_warmup": 0.0, "input_norm": preset.get("input_norm", "none"),
-                      "input_dropout": preset.get("input_dropout", 0.0), **given}
-    cfg["lsh"] = {**preset["lsh"], **cfg["lsh"]}
+    table_defaults = {k: v for k, v in defaults(NETWORK).items() if k != "mode"}
+    cfg["network"] = {**table_defaults, "dense": False, **{k: v for k, v in preset.items() if k in NETWORK},
+                      **given}
+    mode = given.get("mode")
+    if mode == "dense":
+        cfg["network"]["dense"] = True
+    mode_lsh = MODES[mode].lsh if mode else None
+    cfg["lsh"] = {**preset["lsh"], **(mode_lsh or {}), **cfg["lsh"]}
     cfg.setdefault("epochs", preset["epochs"])
     cfg.setdefault("batch_size", preset["batch_size"])
 
@@ -147,19 +172,23 @@ def apply_shape_preset(cfg: dict, source) -> None:
 
 def build_network(cfg: dict, source) -> Network:
     net_cfg = check_table(cfg["network"], NETWORK, "[network] ")
-    lsh = None if net_cfg["dense"] else LSHConfig.from_dict(cfg["lsh"])
-    return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
-                   optimizer=net_cfg["optimizer"], learning_rate=net_cfg["learning_rate"],
-                   lr_schedule=net_cfg.get("lr_schedule", "constant"), lr_warmup=net_cfg.get("lr_warmup", 0.0),
-                   input_norm=net_cfg.get("input_norm", "none"), input_dropout=net_cfg.get("input_dropout", 0.0),
-                   threads=cfg.get("threads"), seed=cfg["seed"])
+    lsh = None if net_cfg.get("dense") else LSHConfig.from_dict(cfg["lsh"])
+    options = {k: v for k, v in net_cfg.items() if k not in ("dense", "hidden")}
+    try:
+        return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
+                       threads=cfg.get("threads"), seed=cfg["seed"], **options)
+    except ValueError as e:
+        if "contradicts" not in str(e):
+            raise
+        raise ValueError(f"[network] mode {net_cfg['mode']!r} contradicts the [lsh] settings "
+                         f"(batch_active={lsh.batch_active if lsh else None}); change one of them") from None
 
 
 def _refuse_changes_on_resume(args: argparse.Namespace) -> None:
     ignored = [s.flag for table in (RUN, NETWORK) for s in table.values()
                if s.flag and s.name not in RESUME_FLAGS and getattr(args, s.name, None) is not None]
     ignored += [flag for flag, given in (("--config", args.config), ("--out", args.out),
-                                          ("--overwrite", args.overwrite)) if given]
+                                          ("--overwrite", args.overwrite), ("--set", args.assignments)) if given]
     if ignored:
         raise ValueError(f"--resume continues {args.resume} with the settings it started with; "
                          f"{', '.join(ignored)} cannot change them (only --epochs and --threads can). "

@@ -59,6 +59,19 @@ def test_train_default_fills_the_run_folder(trained_run):
     assert (out / "progress.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.parametrize("mode, says", [("sample", "per sample"), ("batch", "per batch"), ("dense", "output dense")])
+def test_mode_and_set_choose_how_the_run_trains(tmp_path, mode, says):
+    out = tmp_path / "r"
+    r = run("train", *FAST, "--epochs", "1", "--mode", mode, "--set", "lsh.k=2", "--set", "network.hidden=[16]",
+            "--set", "eval_samples=200", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert says in r.stdout and "5000 -> 16 -> 10000" in r.stdout
+    config = json.loads((out / "config.json").read_text())
+    assert config["network"]["mode"] == mode and config["lsh"]["k"] == 2 and config["eval_samples"] == 200
+    if mode != "dense":
+        assert "K=2" in r.stdout
+
+
 def test_resume_continues_where_the_run_stopped(trained_run, tmp_path):
     out, _ = trained_run
     r = run("train", "--resume", out, "--epochs", "3", "--quiet")

@@ -45,10 +45,16 @@ def finished_run(tmp_path_factory, files):
     (["--seed", "-1"], "--seed must be >= 0"),
     (["--seed", "99999999999999999999999"], "--seed must be <= 18,446,744,073,709,551,615"),
     (["--lr", "nan"], "--lr must be a finite number"),
-    (["--lr", "-1"], "--lr must be >="),
+    (["--lr", "-1"], "--lr must be > 0"),
     (["--threads", "5000"], "--threads must be <= 1,024"),
     (["--checkpoint-every", "-1"], "--checkpoint-every must be >= 0"),
-    (["--test", "x.txt"], "--test FILE needs --train FILE"),  # silently used the built-in dataset
+    (["--test", "x.txt"], "--test FILE needs --train FILE"),
+    (["--set", "lsh.kk=3"], "unknown setting 'lsh.kk'"),
+    (["--set", "network.hidden=[0]"], "--set network.hidden must be >= 1"),
+    (["--set", "k=3"], "unknown setting 'k'"),
+    (["--mode", "sample", "--set", "lsh.batch_active=8"], "contradicts the [lsh] settings"),
+    (["--dense", "--mode", "sample"], "contradict each other"),
+    (["--lr", "0.1", "--set", "network.learning_rate=0.2"], "both set learning_rate"),  # silently used the built-in dataset
     (["--dataset", "default", "--train", "a.txt", "--test", "b.txt"], "give one"),
 ])
 def test_bad_flags_are_refused_before_any_work(flags, message):

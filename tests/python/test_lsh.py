@@ -79,8 +79,8 @@ def test_unbounded_buckets_store_every_neuron_once_per_table():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(l=0), "number of tables"),
-    (dict(k=0), "lsh.k"),
+    (dict(l=0), "LSHConfig.l must be >= 1"),
+    (dict(k=0), "LSHConfig.k must be >= 1"),
     (dict(k=11, bin_size=8), "<= 32"),
     (dict(family="simhash", k=33), "<= 32"),
     (dict(range_bits=30), "range_bits"),

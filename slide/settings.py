@@ -1,0 +1,243 @@
+"""Every setting, declared once: name, type, default, range, meaning. `slide.LSHConfig` and
+`slide.Network` take their defaults from here, the run.toml reader, the command-line flags
+(`--set lsh.k=4`) and the run loop check values against it, and the README's settings tables are
+rendered from it (`python -m slide.settings`). Tests hold the C++ structs' defaults and the
+constructors' signatures to it, so a default is written in one place only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ._inputs import MAX_DIM
+
+MAX_SEED = 2**64 - 1
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: str                          # "int", "float", "str", "bool", "path", "sizes" (list of ints)
+    doc: str
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+    choices: tuple[str, ...] = ()
+    flag: Optional[str] = None         # the command-line flag, where there is one
+    default: Any = None                # None: no fixed default (a preset or the data decides)
+    above: bool = False                # the minimum itself is excluded
+
+    def check(self, value: Any, label: Optional[str] = None) -> Any:
+        """The value in its canonical type, or ValueError naming the setting (or `label`, e.g. its
+        flag or its place in a file) and what was expected."""
+        label = label or self.name
+        if self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{label} must be an integer, got {value!r}")
+            self._range(label, value)
+            return value
+        if self.kind == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{label} must be a finite number, got {value!r}")
+            self._range(label, value)
+            return float(value)
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"{label} must be true or false, got {value!r}")
+            return value
+        if self.kind in ("str", "path"):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{label} must be a non-empty string, got {value!r}")
+            if self.choices and value not in self.choices:
+                raise ValueError(f"{label} must be one of {', '.join(self.choices)}; got {value!r}")
+            return value
+        if self.kind == "sizes":
+            sizes = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+            if not isinstance(sizes, list) or not sizes or any(isinstance(v, bool) or not isinstance(v, int)
+                                                                 for v in sizes):
+                raise ValueError(f"{label} must be a layer size or a non-empty list of layer sizes such as [128], "
+                                 f"got {value!r}")
+            for v in sizes:
+                self._range(label, v)
+            return sizes
+        raise AssertionError(self.kind)
+
+    def _range(self, label: str, value: float) -> None:
+        if self.minimum is not None and self.above and value <= self.minimum:
+            raise ValueError(f"{label} must be > {self.minimum:g}, got {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"{label} must be >= {self.minimum:g}, got {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{label} must be <= {self.maximum:,}, got {value!r}")
+
+
+def _table(*settings: Setting) -> dict[str, Setting]:
+    return {s.name: s for s in settings}
+
+
+# Top-level keys of run.toml (and the flags that set them).
+RUN = _table(
+    Setting("dataset", "str", "a named dataset (slide data info NAME)", flag="--dataset"),
+    Setting("train_file", "path", "a training file in Extreme Classification format", flag="--train"),
+    Setting("test_file", "path", "the matching test file", flag="--test"),
+    Setting("data_dir", "path", "where named datasets live", flag="--data-dir"),
+    Setting("train_samples", "int", "use only the first N training points", 1, flag="--train-samples"),
+    Setting("test_samples", "int", "use only N (shuffled) test points", 1, flag="--test-samples"),
+    Setting("threads", "int", "worker threads (default: the CPUs this process may use)", 1, 1024, flag="--threads"),
+    Setting("seed", "int", "seeds weights, hash functions, shuffling", 0, MAX_SEED, flag="--seed"),
+    Setting("epochs", "int", "passes over the training data", 1, 1_000_000, flag="--epochs"),
+    Setting("batch_size", "int", "samples per optimizer step", 1, 1 << 20, flag="--batch-size"),
+    Setting("eval_every", "int", "samples between periodic evaluations (default: a quarter epoch)", 1, flag="--eval-every"),
+    Setting("eval_samples", "int", "test points in a periodic evaluation (default 2,000)", 1, flag="--eval-samples"),
+    Setting("final_eval_samples", "int", "test points in the final evaluation (default: all)", 1),
+    Setting("checkpoint_every", "float", "seconds between checkpoints (default 600; 0: after every piece of training)", 0,
+            flag="--checkpoint-every"),
+    Setting("on_divergence", "str", "stop, or back off the learning rate from the last good checkpoint",
+            choices=("stop", "backoff"), flag="--on-divergence"),
+    Setting("validation_split", "float", "share of the training points held out to pick the best epoch "
+            "(the final model is the best one on them)", 0, 0.9, flag="--validation-split"),
+    Setting("early_stopping", "int", "with a validation split: stop after N epochs without a better monitor",
+            1, flag="--early-stopping"),
+    Setting("monitor", "str", "the validation metric that picks the best epoch (default P@1)",
+            choices=("P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5", "loss"), flag="--monitor"),
+)
+
+# Keys of run.toml's [network] table; the defaults are slide.Network's.
+NETWORK = _table(
+    Setting("mode", "str", "how the output layer trains: batch (one LSH-chosen active set per batch, as "
+            "matrix products), sample (SLIDE: an active set per sample) or dense (full softmax)",
+            choices=("batch", "sample", "dense"), flag="--mode", default="batch"),
+    Setting("hidden", "sizes", "hidden layer sizes", 1, MAX_DIM, default=[128]),
+    Setting("learning_rate", "float", "base learning rate", 0, flag="--lr", default=1e-3, above=True),
+    Setting("optimizer", "str", "the optimizer", choices=("adam", "sgd"), flag="--optimizer", default="adam"),
+    Setting("beta1", "float", "Adam's first-moment decay", 0, 1, default=0.9),
+    Setting("beta2", "float", "Adam's second-moment decay", 0, 1, default=0.999),
+    Setting("eps", "float", "Adam's denominator floor", 0, default=1e-8, above=True),
+    Setting("lr_schedule", "str", "learning-rate decay over the run", choices=("constant", "linear", "cosine"),
+            flag="--lr-schedule", default="constant"),
+    Setting("lr_warmup", "float", "share of the run's steps over which the rate warms up", 0, 0.99,
+            flag="--lr-warmup", default=0.0),
+    Setting("dense", "bool", "full softmax instead of LSH sampling (the same as mode = \"dense\")", flag="--dense"),
+    Setting("input_norm", "str", "scale each sample's features to unit L2 norm (l2) or not (none)",
+            choices=("none", "l2"), flag="--input-norm", default="none"),
+    Setting("input_dropout", "float", "share of input features dropped while training", 0, 0.95,
+            flag="--input-dropout", default=0.0),
+    Setting("precision", "str", "fp32, or bf16: training reads BF16 copies of the weight rows",
+            choices=("fp32", "bf16"), flag="--precision", default="fp32"),
+)
+
+# Keys of run.toml's [lsh] table: slide.LSHConfig's fields (the C++ LshConfig's defaults). The
+# defaults are the SLIDE paper's Amazon-670K output layer plus two measured departures
+# (batch_negatives, rehash_min_updates; README, LSH configuration).
+LSH = _table(
+    Setting("family", "str", "dwta (densified winner-take-all), wta, simhash (sparse random projections) or "
+            "minhash (densified one-permutation minhash of the top coordinates)",
+            choices=("dwta", "wta", "simhash", "minhash"), default="dwta"),
+    Setting("k", "int", "codes per table; k x bits per code must be <= 32", 1, default=6),
+    Setting("l", "int", "tables", 1, 4096, default=50),
+    Setting("range_bits", "int", "2^range_bits buckets per table; 0 = min(k x code bits, 18)", 0, 24, default=0),
+    Setting("bin_size", "int", "WTA/DWTA window; codes take log2(bin_size) bits", 2, default=8),
+    Setting("bucket_size", "int", "ids kept per bucket", 1, default=128),
+    Setting("bucket_policy", "str", "on overflow keep the newest (fifo) or a uniform sample (reservoir)",
+            choices=("fifo", "reservoir"), default="fifo"),
+    Setting("simhash_density", "float", "share of input coordinates each SimHash projection reads", 0, 1,
+            default=1.0 / 3.0, above=True),
+    Setting("minhash_topk", "int", "minhash hashes the set of the top-k coordinates; 0 = dim / 4", 0, default=0),
+    Setting("min_active", "int", "top the active set up with random neurons to at least this many", 0, default=0),
+    Setting("max_active", "int", "keep at most this many (those found in the most tables); 0 keeps all", 0,
+            default=0),
+    Setting("batch_negatives", "int", "per-sample mode: also score this many labels drawn from the batch's label "
+            "union (0 = SLIDE)", 0, default=64),
+    Setting("batch_active", "int", "0 = per-sample active sets (SLIDE); N > 0 = the batch shares one: its labels, "
+            "the N candidates its buckets returned most often, random neurons up to min_active", 0, default=0),
+    Setting("rehash_every", "int", "samples between re-inserting neurons whose weights changed", 1, default=6400),
+    Setting("rebuild_every", "int", "samples between drawing new hash functions and rebuilding the tables", 1,
+            default=128_000),
+    Setting("rehash_min_updates", "int", "a rehash re-inserts neurons updated at least this often since their last "
+            "hash (1 = SLIDE)", 1, 255, default=4),
+    Setting("schedule_growth", "float", "both intervals grow by this factor after each use (SLIDE's decaying "
+            "schedule is ~1.1)", 1, default=1.0),
+)
+
+# Keys of run.toml's [text8] table: how the corpus becomes samples (slide.datasets.load_text8).
+TEXT8 = _table(
+    Setting("min_count", "int", "drop words seen fewer times", 1),
+    Setting("max_vocab", "int", "keep at most this many words (0 = all)", 0),
+    Setting("window", "int", "maximum distance of a context word", 1, 1000),
+    Setting("subsample", "float", "word2vec's subsampling threshold t (0 keeps every word)", 0),
+    Setting("test_fraction", "float", "share of the corpus held out for evaluation", 0, 0.99),
+)
+
+# Tables run.toml may hold besides the keys above, and what each one holds.
+SECTIONS = {"network": NETWORK, "lsh": LSH, "text8": TEXT8}
+TABLES = tuple(SECTIONS)
+
+
+def check_table(values: Any, table: dict[str, Setting], where: str) -> dict[str, Any]:
+    """Every key known and every value valid; `where` prefixes messages (e.g. "run.toml: [network] ")."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{where.rstrip()} must be a table of settings, got {values!r}")
+    unknown = sorted(set(values) - set(table))
+    if unknown:
+        raise ValueError(f"{where}unknown settings {unknown}; known: {sorted(table)}")
+    return {k: table[k].check(v, f"{where}{k}") for k, v in values.items()}
+
+
+def defaults(table: dict[str, Setting]) -> dict[str, Any]:
+    """The settings of `table` that have a fixed default, with it."""
+    return {name: s.default for name, s in table.items() if s.default is not None}
+
+
+def _range_text(s: Setting) -> str:
+    if s.choices:
+        return ", ".join(f"`{c}`" for c in s.choices)
+    if s.kind == "bool":
+        return "true / false"
+    low = None if s.minimum is None else f"{'>' if s.above else '>='} {s.minimum:g}"
+    high = None if s.maximum is None else f"<= {s.maximum:,}"
+    return " and ".join(p for p in (low, high) if p) or "any"
+
+
+def markdown_table(table: dict[str, Setting], section: str = "") -> str:
+    """The README's table of `table`: key, default, allowed values, meaning."""
+    rows = ["| setting | default | allowed | meaning |", "|---|---|---|---|"]
+    for s in table.values():
+        key = f"{section}.{s.name}" if section else s.name
+        default = "-" if s.default is None else f"`{s.default!r}`".replace("'", '"')
+        if isinstance(s.default, float) and not s.default.is_integer() and len(repr(s.default)) > 8:
+            default = f"`{s.default:.4g}`"
+        rows.append(f"| `{key}` | {default} | {_range_text(s)} | {s.doc} |")
+    return "\n".join(rows)
+
+
+def parse_assignment(text: str) -> tuple[str, str, Any]:
+    """`--set` syntax: "lsh.k=4" -> ("lsh", "k", 4); "epochs=3" -> ("", "epochs", 3). The value is
+    read as TOML (so 1e-3, true, [256, 128] and "dwta" work); a bare word is a string. The key and the
+    value are checked against the table they belong to."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key or not raw:
+        raise ValueError(f"--set {text!r}: expected KEY=VALUE, e.g. --set lsh.k=4 or --set network.hidden=[256]")
+    section, _, name = key.rpartition(".")
+    table = SECTIONS.get(section) if section else RUN
+    if table is None:
+        raise ValueError(f"--set {text!r}: unknown section {section!r}; known: {', '.join(SECTIONS)} "
+                         f"(or no section for the run's own settings)")
+    if name not in table:
+        raise ValueError(f"--set {text!r}: unknown setting {key!r}; known: "
+                         f"{', '.join((section + '.' if section else '') + n for n in table)}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw  # a bare word such as dwta
+    return section, name, table[name].check(value, f"--set {key}")
+
+
+if __name__ == "__main__":  # the README's settings tables
+    for section, table in (("", RUN), *SECTIONS.items()):
+        print(f"\n[{section or 'run'}]\n\n{markdown_table(table, section)}")
