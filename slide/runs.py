@@ -51,6 +51,11 @@ class Position:
     metrics_bytes: Optional[int] = 0  # length of metrics.jsonl when saved; None: unknown (older checkpoint)
     best: Optional[dict] = None  # the validation BestTracker's state
     stopped_early: bool = False
+    # What the run spent outside training, so the budget holds across a resume and can be reported.
+    eval_seconds: float = 0.0
+    evaluations: int = 0
+    checkpoint_seconds: float = 0.0
+    checkpoints: int = 0
 
 
 @dataclass
@@ -70,6 +75,11 @@ def in_memory_stream(net: Network, train: Split, seed: int) -> Stream:
     return Stream(segments, len(data))
 
 
+# Seconds of evaluation a run may always spend, however short its training: small runs evaluate
+# every time, and the budget only bites where one evaluation costs seconds (670,091 outputs).
+EVAL_BUDGET_FLOOR = 10.0
+
+
 @dataclass
 class RunSettings:
     epochs: int
@@ -78,6 +88,10 @@ class RunSettings:
     eval_samples: int          # test points in a periodic evaluation
     checkpoint_every: float    # seconds between checkpoints
     final_eval_samples: Optional[int] = None  # None: the whole test set
+    # Test evaluations during training (periodic and at epoch ends) run only while their time is at
+    # most this share of the training time so far; None: always. The final one always runs.
+    eval_budget: Optional[float] = None
+    final_model_optimizer: bool = False  # model.npz also holds the optimizer state
     on_divergence: str = "stop"  # or "backoff": reload the last good checkpoint, lower the learning rate
     backoff_factor: float = 0.5
     max_backoffs: int = 3
@@ -91,15 +105,19 @@ class RunSettings:
         for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence",
                      "monitor"):
             RUN[name].check(getattr(self, name))
-        for name in ("final_eval_samples", "early_stopping"):
+        for name in ("final_eval_samples", "early_stopping", "eval_budget"):
             if getattr(self, name) is not None:
                 RUN[name].check(getattr(self, name))
 
 
 def save_checkpoint(net: Network, run_dir: Path, pos: Position) -> None:
+    t0 = time.perf_counter()
     metrics = run_dir / METRICS
     pos.metrics_bytes = metrics.stat().st_size if metrics.exists() else 0
+    pos.checkpoints += 1
+    # The file records the time of the writes before it; this one's is added once it is written.
     net.save(run_dir / CHECKPOINT, extra={"position": pos.__dict__})
+    pos.checkpoint_seconds += time.perf_counter() - t0
 
 
 def _rewind_metrics(run_dir: Path, pos: Position) -> None:
@@ -240,8 +258,14 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
     if validation is not None:
         tracker = BestTracker(**{**(pos.best or {}), "monitor": s.monitor, "patience": s.early_stopping})
 
-    def evaluate(kind: str, split: Split, extra: Optional[dict] = None) -> dict:
+    def within_budget() -> bool:
+        return s.eval_budget is None or pos.eval_seconds <= max(s.eval_budget * pos.wall_seconds, EVAL_BUDGET_FLOOR)
+
+    def evaluate(kind: str, split: Split, extra: Optional[dict] = None, seconds: float = 0.0) -> dict:
+        t0 = time.perf_counter()
         report = net.evaluate(split.X, split.Y)
+        pos.evaluations += 1
+        pos.eval_seconds += time.perf_counter() - t0 + seconds
         record = {"kind": kind, "epoch": pos.epoch + (kind == "periodic"), "samples": pos.samples,
                   "wall_seconds": round(pos.wall_seconds, 3),
                   "train_loss": pos.loss_since_eval / pos.labelled_since_eval if pos.labelled_since_eval else None,
@@ -249,7 +273,10 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
         _append_metrics(run_dir, record)
         pos.since_eval = pos.labelled_since_eval = 0
         pos.loss_since_eval = 0.0
-        plot_progress(read_metrics(run_dir), run_dir / PLOT, title)
+        if kind != "periodic":  # redrawing costs more than scoring a small problem; once an epoch is enough
+            t0 = time.perf_counter()
+            plot_progress(read_metrics(run_dir), run_dir / PLOT, title)
+            pos.eval_seconds += time.perf_counter() - t0
         return record
 
     def validate() -> dict:
@@ -286,7 +313,7 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
                         save_checkpoint(net, run_dir, pos)
                         raise
                     _advance(pos, done, totals, time.perf_counter() - t0)
-                    if pos.since_eval >= s.eval_every:
+                    if pos.since_eval >= s.eval_every and within_budget():
                         r = evaluate("periodic", eval_split)
                         log.info("after %s samples: P@1 %.4f", f"{pos.samples:,}", r["P@1"])
                     if time.perf_counter() - last_checkpoint >= s.checkpoint_every:
@@ -297,28 +324,51 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
             if bar is not None:
                 bar.close()
         pos.epoch, pos.segment, pos.row = pos.epoch + 1, 0, 0
-        record = evaluate("epoch", eval_split, validate() if tracker else None)
-        print(f"epoch {pos.epoch}: {pos.samples:,} samples in {pos.wall_seconds:,.1f}s "
-              f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s), test P@1 {record['P@1']:.4f} "
-              f"on {len(eval_split):,} points"
-              + (f", validation {s.monitor} {record['val_' + s.monitor]:.4f}" + (" (best)" if record["best"] else "")
-                 if tracker else ""), flush=True)
+        t0 = time.perf_counter()
+        validation_report = validate() if tracker else None
+        validation_seconds = time.perf_counter() - t0
+        line = f"epoch {pos.epoch}: {pos.samples:,} samples in {pos.wall_seconds:,.1f}s " \
+               f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s)"
+        if within_budget():
+            record = evaluate("epoch", eval_split, validation_report, validation_seconds)
+            line += f", test P@1 {record['P@1']:.4f} on {len(eval_split):,} points"
+        else:  # the epoch is recorded; its test score waits for the budget
+            pos.eval_seconds += validation_seconds
+            record = {"kind": "epoch", "epoch": pos.epoch, "samples": pos.samples,
+                      "wall_seconds": round(pos.wall_seconds, 3), **(validation_report or {})}
+            _append_metrics(run_dir, record)
+            line += (f", no test score (evaluation has had {pos.eval_seconds:,.0f}s, over its budget of "
+                     f"{s.eval_budget:.0%} of training time)")
+        if tracker:
+            line += f", validation {s.monitor} {record['val_' + s.monitor]:.4f}" + (" (best)" if record["best"] else "")
+        print(line, flush=True)
         if tracker is not None and tracker.should_stop:
             pos.stopped_early = True
             _append_metrics(run_dir, {"kind": "early_stop", "epoch": pos.epoch, "samples": pos.samples,
                                       "best_epoch": tracker.best_at, "best": tracker.best})
             print(f"no better validation {s.monitor} for {s.early_stopping} epochs: stopping; the best was "
                   f"epoch {tracker.best_at}", flush=True)
-        save_checkpoint(net, run_dir, pos)
-        last_checkpoint = time.perf_counter()
+        last_epoch = pos.epoch >= s.epochs or pos.stopped_early
+        if last_epoch or time.perf_counter() - last_checkpoint >= s.checkpoint_every:
+            save_checkpoint(net, run_dir, pos)
+            last_checkpoint = time.perf_counter()
     extra = None
     if tracker is not None and tracker.best_at is not None and (run_dir / BEST).exists():
         extra = {"best_epoch": tracker.best_at}
         if tracker.best_at != pos.epoch:  # the final model is the best epoch's
             net = Network.load(run_dir / BEST, threads=net.threads)
-    final = evaluate("final", _subsample(test, s.final_eval_samples, seed=2), extra)
-    net.save(run_dir / MODEL)
+    t0 = time.perf_counter()
+    final = evaluate("final", _subsample(test, s.final_eval_samples, seed=2), {**(extra or {}), **_costs(pos)})
+    net.save(run_dir / MODEL, include_optimizer=s.final_model_optimizer)
+    final["model_seconds"] = time.perf_counter() - t0  # the final evaluation and model.npz
     return final
+
+
+def _costs(pos: Position) -> dict:
+    """What the run spent, in training and outside it (before the final evaluation)."""
+    return {"train_seconds": round(pos.wall_seconds, 3), "eval_seconds": round(pos.eval_seconds, 3),
+            "evaluations": pos.evaluations, "checkpoint_seconds": round(pos.checkpoint_seconds, 3),
+            "checkpoints": pos.checkpoints}
 
 
 def _advance(pos: Position, rows: int, totals: dict, seconds: float) -> None:

@@ -89,12 +89,18 @@ RUN = _table(
     Setting("epochs", "int", "passes over the training data", 1, 1_000_000, flag="--epochs"),
     Setting("batch_size", "int", "samples per optimizer step", 1, 1 << 20, flag="--batch-size"),
     Setting("eval_every", "int", "samples between periodic evaluations (default: a quarter epoch)", 1, flag="--eval-every"),
-    Setting("eval_samples", "int", "test points in a periodic evaluation (default 2,000)", 1, flag="--eval-samples"),
+    Setting("eval_samples", "int", "test points in a periodic evaluation", 1, flag="--eval-samples", default=2000),
     Setting("final_eval_samples", "int", "test points in the final evaluation (default: all)", 1),
-    Setting("checkpoint_every", "float", "seconds between checkpoints (default 600; 0: after every piece of training)", 0,
-            flag="--checkpoint-every"),
+    Setting("eval_budget", "float", "test evaluations during training (periodic, epoch ends) run only while they "
+            "have taken at most this share of the training time (or 10 s); the final one always runs", 0,
+            flag="--eval-budget", default=0.1),
+    Setting("checkpoint_every", "float", "seconds between checkpoints, written at the first epoch end after the "
+            "interval and at the end of the run (0: after every piece of training)", 0,
+            flag="--checkpoint-every", default=600.0),
+    Setting("final_model_optimizer", "bool", "model.npz also holds the optimizer state (to train on from it in "
+            "Python; checkpoint.npz always does)", default=False),
     Setting("on_divergence", "str", "stop, or back off the learning rate from the last good checkpoint",
-            choices=("stop", "backoff"), flag="--on-divergence"),
+            choices=("stop", "backoff"), flag="--on-divergence", default="stop"),
     Setting("validation_split", "float", "share of the training points held out to pick the best epoch "
             "(the final model is the best one on them)", 0, 0.9, flag="--validation-split"),
     Setting("early_stopping", "int", "with a validation split: stop after N epochs without a better monitor",

@@ -139,8 +139,8 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{where if args.config else ''}[lsh] {e}") from None
     if file_text8:
         cfg["text8"] = file_text8
-    cfg.setdefault("eval_samples", 2000)
-    cfg.setdefault("checkpoint_every", 600.0)
+    for name, default in defaults(RUN).items():
+        cfg.setdefault(name, default)
     if not cfg.get("train_file"):  # a user's files get theirs from the data's shape (apply_shape_preset)
         apply_preset(cfg, registry.get(cfg["dataset"]).preset)
     return cfg
@@ -245,7 +245,10 @@ def main(args: argparse.Namespace) -> int:
                                 eval_samples=cfg["eval_samples"], checkpoint_every=cfg["checkpoint_every"],
                                 final_eval_samples=cfg.get("final_eval_samples"),
                                 on_divergence=cfg.get("on_divergence", "stop"), progress=not args.quiet,
-                                early_stopping=cfg.get("early_stopping"), monitor=cfg.get("monitor", "P@1"))
+                                early_stopping=cfg.get("early_stopping"), monitor=cfg.get("monitor", "P@1"),
+                                # runs from before these settings existed resume with their defaults
+                                eval_budget=cfg.get("eval_budget", RUN["eval_budget"].default),
+                                final_model_optimizer=cfg.get("final_model_optimizer", False))
     try:
         final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title,
                          validation=source.validation)
@@ -261,4 +264,16 @@ def main(args: argparse.Namespace) -> int:
     print("test (exact, {:,} points): ".format(final["test_points"]) +
           ", ".join(f"{k} {final[k]:.4f}" for k in final if k.startswith("P@")), flush=True)
     print(f"saved {run_dir / runs.MODEL}")
+    print(_time_report(final), flush=True)
     return 0
+
+
+def _time_report(final: dict) -> str:
+    """Where the run's time went: training, and what it spent besides."""
+    train, ev, ck, end = (final["train_seconds"], final["eval_seconds"], final["checkpoint_seconds"],
+                          final["model_seconds"])
+    total = train + ev + ck + end
+    share = lambda x: f"{x / total:.0%}" if total > 0 else "-"  # noqa: E731
+    return (f"time: training {train:,.1f}s ({share(train)}), evaluation during training {ev:,.1f}s "
+            f"({final['evaluations'] - 1} run, {share(ev)}), checkpoints {ck:,.1f}s ({final['checkpoints']} "
+            f"written, {share(ck)}), final evaluation and model.npz {end:,.1f}s ({share(end)})")

@@ -43,3 +43,44 @@ def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_pat
     runs.run(resumed, runs.in_memory_stream(resumed, train, seed=0), test, tmp_path / "b", settings, pos)
     for name, w in reference.items():
         np.testing.assert_array_equal(resumed.weights()[name], w, err_msg=name)
+
+
+def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_path, monkeypatch):
+    monkeypatch.setattr(runs, "EVAL_BUDGET_FLOOR", 0.0)
+    net, train, test, settings = _setup()
+    settings.eval_budget, settings.epochs = 0.0, 3
+    final = runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path, settings)
+    records = runs.read_metrics(tmp_path)
+    kinds = [r["kind"] for r in records]
+    # The first evaluation finds nothing spent yet; after it, a zero budget allows none until the final one.
+    assert kinds.count("periodic") + sum("P@1" in r for r in records if r["kind"] == "epoch") == 1
+    assert kinds.count("epoch") == 3 and kinds[-1] == "final" and "P@1" in records[-1]
+    assert final["evaluations"] == 1 and final["eval_seconds"] > 0 and final["train_seconds"] > 0
+    assert final["checkpoint_seconds"] > 0 and final["model_seconds"] > 0
+
+
+def test_checkpoints_follow_the_interval_and_the_end_of_the_run_not_every_epoch(tmp_path):
+    net, train, test, settings = _setup()
+    settings.epochs = 3  # checkpoint_every=1e9: only the end of the run writes one
+    final = runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path, settings)
+    assert final["checkpoints"] == 1
+    resumed, pos = runs.load_checkpoint(tmp_path)
+    assert pos.epoch == 3 and pos.samples == 3 * len(train)
+
+    net, train, test, settings = _setup()
+    settings.checkpoint_every = 0.0  # at every epoch end (and after every piece)
+    (tmp_path / "every").mkdir()
+    final = runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / "every", settings)
+    assert final["checkpoints"] >= settings.epochs
+
+
+def test_the_final_model_leaves_out_the_optimizer_state_unless_asked(tmp_path):
+    from slide.model_file import read_header
+
+    for keep in (False, True):
+        net, train, test, settings = _setup()
+        settings.final_model_optimizer = keep
+        (tmp_path / str(keep)).mkdir()
+        runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / str(keep), settings)
+        assert read_header(tmp_path / str(keep) / runs.MODEL)["include_optimizer"] is keep
+        assert read_header(tmp_path / str(keep) / runs.CHECKPOINT)["include_optimizer"] is True
