@@ -4,7 +4,7 @@ locality-sensitive hash tables pick for each sample (SLIDE)."""
 import os as _os
 import warnings as _warnings
 
-from . import datasets, metrics
+from . import datasets, metrics, optimizers
 from ._core import available_simd_levels, simd_level
 from ._version import __version__
 from .config import LSHConfig
@@ -15,5 +15,5 @@ if _os.environ.get("SLIDE_SIMD", "") not in ("", "scalar", "avx2", "avx512", "av
     _warnings.warn(f"SLIDE_SIMD={_os.environ['SLIDE_SIMD']!r} is not one of scalar, avx2, avx512, avx512_bf16; "
                    f"using the best level this CPU supports ({simd_level()})", RuntimeWarning, stacklevel=2)
 
-__all__ = ["Network", "LSHConfig", "MODES", "History", "TrainingDiverged", "datasets", "metrics", "simd_level",
+__all__ = ["Network", "LSHConfig", "MODES", "History", "TrainingDiverged", "datasets", "metrics", "optimizers", "simd_level",
            "available_simd_levels", "__version__"]

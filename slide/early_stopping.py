@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
+from .optimizers import is_optimizer_state
+
 if TYPE_CHECKING:
     from .network import Network
 
@@ -68,7 +70,7 @@ class BestTracker:
 def parameter_names(net: "Network") -> list[str]:
     """The arrays that make the model (weights and biases), not optimizer state, gradients or tables."""
     return [name for name in net.weights()
-            if not name.endswith("_grad") and "adam_" not in name and ".lsh." not in name]
+            if not name.endswith("_grad") and not is_optimizer_state(name) and ".lsh." not in name]
 
 
 def snapshot(net: "Network") -> dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ._version import __version__
 from .atomic_files import atomic_write
+from .optimizers import is_optimizer_state
 from .paths import regular_file
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class ModelFileError(ValueError):
 def _skip(name: str, include_optimizer: bool) -> bool:
     if name.endswith("_grad"):
         return True  # gradient buffers are zero at every batch boundary
-    return not include_optimizer and "adam_" in name
+    return not include_optimizer and is_optimizer_state(name)
 
 
 def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = True,

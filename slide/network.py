@@ -131,7 +131,8 @@ class Network:
             (``slide.MODES["batch"].lsh_config(k=4)``); ``None`` trains the full softmax.
         hidden_lsh: optional per-hidden-layer LSH configs (``None`` = dense); the first hidden
             layer cannot be sampled.
-        optimizer: ``"adam"`` (lazy: only rows that received gradient are updated) or ``"sgd"``.
+        optimizer: ``"adam"`` (lazy: only rows that received gradient are updated), ``"adagrad"``
+            or ``"sgd"`` (``slide.optimizers``).
         learning_rate: base learning rate.
         lr_schedule: ``"constant"``, ``"linear"``, ``"cosine"`` or ``f(step, total_steps)``.
         lr_warmup: share of each `fit`'s steps over which the rate rises linearly from near zero
@@ -200,8 +201,7 @@ class Network:
             raise ValueError("hidden_lsh entries must be LSHConfig or None")
         if hidden_lsh[0] is not None:
             raise ValueError("the first hidden layer (the sparse-input embedding) cannot be sampled")
-        if optimizer not in ("adam", "sgd"):
-            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        NETWORK["optimizer"].check(optimizer, "optimizer")
         if not (_finite_number(learning_rate) and learning_rate > 0):
             raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
         check_schedule(lr_schedule)

@@ -9,11 +9,11 @@ namespace slide {
 
 namespace {
 
-// Parameters' arrays: rows x padded cols floats for weight and gradient (+ Adam's two moments,
-// + a BF16 copy), the same per row for the bias, and one touched flag per row.
+// Parameters' arrays: rows x padded cols floats for weight, gradient and each optimizer state
+// array (+ a BF16 copy), the same per row for the bias, and one touched flag per row.
 std::size_t parameter_bytes(std::size_t rows, std::size_t cols, const NetworkConfig& c, bool row_bias) {
   const std::size_t n = rows * padded_stride(cols);
-  const std::size_t copies = c.optimizer.kind == OptimizerKind::kAdam ? 4 : 2;
+  const std::size_t copies = 2 + state_names(c.optimizer.kind).size();
   const std::size_t nb = row_bias ? rows : 0;
   return n * copies * sizeof(float) + (c.bf16_weights ? n * sizeof(bf16) : 0) + nb * copies * sizeof(float) + rows;
 }

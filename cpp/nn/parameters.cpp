@@ -9,7 +9,7 @@
 namespace slide {
 
 Parameters::Parameters(std::uint32_t r, std::uint32_t c, OptimizerKind kind, bool with_row_bias)
-    : rows(r), cols(c), row_bias(with_row_bias), stride(padded_stride(c)) {
+    : rows(r), cols(c), row_bias(with_row_bias), stride(padded_stride(c)), kind(kind) {
   const std::size_t n = static_cast<std::size_t>(rows) * stride;
   const std::size_t nb = row_bias ? rows : 0;
   weight.resize(n);
@@ -17,11 +17,12 @@ Parameters::Parameters(std::uint32_t r, std::uint32_t c, OptimizerKind kind, boo
   bias.resize(nb);
   bias_grad.resize(nb);
   touched.resize(rows);
-  if (kind == OptimizerKind::kAdam) {
-    adam_m.resize(n);
-    adam_v.resize(n);
-    bias_m.resize(nb);
-    bias_v.resize(nb);
+  const std::size_t slots = state_names(kind).size();
+  state.resize(slots);
+  bias_state.resize(slots);
+  for (std::size_t i = 0; i < slots; ++i) {
+    state[i].resize(n);
+    bias_state[i].resize(nb);
   }
 }
 
@@ -39,8 +40,9 @@ void Parameters::sync_bf16(int threads) {
 }
 
 std::size_t Parameters::memory_bytes() const {
-  return weight_bf16.size() * sizeof(bf16) + (weight.size() + grad.size() + adam_m.size() + adam_v.size()) * sizeof(float) +
-         (bias.size() + bias_grad.size() + bias_m.size() + bias_v.size()) * sizeof(float) + touched.size();
+  std::size_t floats = weight.size() + grad.size() + bias.size() + bias_grad.size();
+  for (std::size_t i = 0; i < state.size(); ++i) floats += state[i].size() + bias_state[i].size();
+  return weight_bf16.size() * sizeof(bf16) + floats * sizeof(float) + touched.size();
 }
 
 void Parameters::clear_gradients() {
@@ -50,18 +52,6 @@ void Parameters::clear_gradients() {
 }
 
 namespace {
-
-AdamStep adam_step(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale) {
-  AdamStep s{};
-  if (opt.kind != OptimizerKind::kAdam) return s;
-  const double t = static_cast<double>(step);
-  s.lr = static_cast<float>(lr * std::sqrt(1.0 - std::pow(opt.beta2, t)) / (1.0 - std::pow(opt.beta1, t)));
-  s.beta1 = opt.beta1;
-  s.beta2 = opt.beta2;
-  s.eps = opt.eps;
-  s.grad_scale = grad_scale;
-  return s;
-}
 
 // Any NaN or inf among x[0..n): an all-ones exponent. Integer OR-reduction, so it vectorises.
 bool has_nonfinite(const float* x, std::size_t n) {
@@ -80,24 +70,27 @@ template <class RowOf>
 static std::int64_t update_rows(Parameters& p, std::int64_t count, RowOf row_of, const OptimizerConfig& opt, float lr,
                         std::int64_t step, float grad_scale, int threads) {
   const Kernels& k = kernels();
-  const AdamStep s = adam_step(opt, lr, step, grad_scale);
+  const OptimizerStep s(opt, lr, step, grad_scale);
+  const std::size_t slots = p.state.size();
   std::atomic<std::int64_t> nonfinite{0};
   parallel_for(threads, count, [&](std::int64_t i) {
     const std::uint32_t r = row_of(i);
     const std::size_t off = static_cast<std::size_t>(r) * p.stride;
-    if (opt.kind == OptimizerKind::kAdam) {
-      k.adam(p.row(r), p.adam_m.data() + off, p.adam_v.data() + off, p.grad_row(r), p.cols, s);
-      if (p.row_bias) k.adam(&p.bias[r], &p.bias_m[r], &p.bias_v[r], &p.bias_grad[r], 1, s);
-    } else {
-      k.sgd(p.row(r), p.grad_row(r), p.cols, lr * grad_scale);
-      if (p.row_bias) k.sgd(&p.bias[r], &p.bias_grad[r], 1, lr * grad_scale);
+    float* row_state[2];
+    float* bias_state[2];
+    for (std::size_t j = 0; j < slots; ++j) {
+      row_state[j] = p.state[j].data() + off;
+      if (p.row_bias) bias_state[j] = p.bias_state[j].data() + r;
     }
+    s.apply(k, p.row(r), row_state, p.grad_row(r), p.cols);
+    if (p.row_bias) s.apply(k, &p.bias[r], bias_state, &p.bias_grad[r], 1);
     p.touched[r] = 0;
     if (p.has_bf16()) k.to_bf16(p.row(r), p.weight_bf16.data() + off, p.cols);
     // Checked while the row is still in cache, so divergence is caught in the batch that causes it.
-    // Adam's second moment is checked too: it overflows first, then silently freezes the row.
+    // The last state array (Adam's second moment, Adagrad's sum of squares) is checked too: it
+    // overflows first, then silently freezes the row.
     if (has_nonfinite(p.row(r), p.cols) || (p.row_bias && !std::isfinite(p.bias[r])) ||
-        (opt.kind == OptimizerKind::kAdam && has_nonfinite(p.adam_v.data() + off, p.cols)))
+        (slots && has_nonfinite(row_state[slots - 1], p.cols)))
       nonfinite.fetch_add(1, std::memory_order_relaxed);
   });
   return nonfinite.load();

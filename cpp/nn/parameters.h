@@ -7,18 +7,10 @@
 #include <vector>
 
 #include "common/aligned_array.h"
+#include "optim/optimizer.h"
 #include "simd/kernels.h"
 
 namespace slide {
-
-enum class OptimizerKind { kAdam, kSgd };
-
-struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::kAdam;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-};
 
 class Parameters {
  public:
@@ -49,9 +41,12 @@ class Parameters {
   std::uint32_t rows, cols;
   bool row_bias;
   std::size_t stride;
-  AlignedArray<float> weight, grad, adam_m, adam_v;
+  AlignedArray<float> weight, grad;
   AlignedArray<bf16> weight_bf16;  // empty unless enable_bf16
-  AlignedArray<float> bias, bias_grad, bias_m, bias_v;
+  AlignedArray<float> bias, bias_grad;
+  // The optimizer's arrays beside weight and bias, one per state_names(kind) entry.
+  OptimizerKind kind;
+  std::vector<AlignedArray<float>> state, bias_state;
   AlignedArray<std::uint8_t> touched;
 };
 

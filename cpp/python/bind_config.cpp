@@ -14,7 +14,12 @@ void bind_config(py::module_& m) {
       .value("dwta", HashKind::kDwta)
       .value("minhash", HashKind::kMinHash);
   py::enum_<BucketPolicy>(m, "BucketPolicy").value("fifo", BucketPolicy::kFifo).value("reservoir", BucketPolicy::kReservoir);
-  py::enum_<OptimizerKind>(m, "OptimizerKind").value("adam", OptimizerKind::kAdam).value("sgd", OptimizerKind::kSgd);
+  py::enum_<OptimizerKind>(m, "OptimizerKind")
+      .value("adam", OptimizerKind::kAdam)
+      .value("sgd", OptimizerKind::kSgd)
+      .value("adagrad", OptimizerKind::kAdagrad);
+  m.def("optimizer_state_names", [](OptimizerKind kind) { return state_names(kind); },
+        "The arrays the optimizer keeps beside each weight array, as model files name them.");
 
   py::class_<LshConfig>(m, "LshConfig")
       .def(py::init<>())

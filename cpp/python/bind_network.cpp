@@ -27,18 +27,14 @@ py::array matrix(AlignedArray<float>& a, const Parameters& p, py::handle owner) 
 void add_parameters(py::dict& d, const std::string& prefix, Parameters& p, py::handle owner) {
   d[(prefix + "weight").c_str()] = matrix(p.weight, p, owner);
   d[(prefix + "weight_grad").c_str()] = matrix(p.grad, p, owner);
-  if (p.adam_m.size()) {
-    d[(prefix + "adam_m").c_str()] = matrix(p.adam_m, p, owner);
-    d[(prefix + "adam_v").c_str()] = matrix(p.adam_v, p, owner);
-  }
+  const std::vector<std::string>& names = state_names(p.kind);
+  for (std::size_t i = 0; i < names.size(); ++i) d[(prefix + names[i]).c_str()] = matrix(p.state[i], p, owner);
   if (p.row_bias) {
     const py::ssize_t n = p.rows;
     d[(prefix + "bias").c_str()] = view(p.bias, {n}, {sizeof(float)}, owner);
     d[(prefix + "bias_grad").c_str()] = view(p.bias_grad, {n}, {sizeof(float)}, owner);
-    if (p.bias_m.size()) {
-      d[(prefix + "bias_adam_m").c_str()] = view(p.bias_m, {n}, {sizeof(float)}, owner);
-      d[(prefix + "bias_adam_v").c_str()] = view(p.bias_v, {n}, {sizeof(float)}, owner);
-    }
+    for (std::size_t i = 0; i < names.size(); ++i)
+      d[(prefix + "bias_" + names[i]).c_str()] = view(p.bias_state[i], {n}, {sizeof(float)}, owner);
   }
 }
 

@@ -50,6 +50,10 @@ void bind_simd(py::module_& m) {
     AdamStep s{lr, b1, b2, eps, scale};
     level_kernels(level).adam(w.mutable_data(), mo.mutable_data(), v.mutable_data(), g.mutable_data(), w.size(), s);
   });
+  m.def("_kernel_adagrad", [](const std::string& level, F w, F acc, F g, float lr, float eps, float scale) {
+    SLIDE_REQUIRE(w.size() == acc.size() && w.size() == g.size(), "length mismatch");
+    level_kernels(level).adagrad(w.mutable_data(), acc.mutable_data(), g.mutable_data(), w.size(), lr, eps, scale);
+  });
   m.def("_kernel_sgd", [](const std::string& level, F w, F g, float lr) {
     SLIDE_REQUIRE(w.size() == g.size(), "length mismatch");
     level_kernels(level).sgd(w.mutable_data(), g.mutable_data(), w.size(), lr);

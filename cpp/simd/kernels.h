@@ -32,6 +32,8 @@ struct Kernels {
   void (*adam)(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep& s);
   // Plain SGD on one row; zeroes g.
   void (*sgd)(float* w, float* g, std::size_t n, float lr_times_scale);
+  // Adagrad on one row: acc += (g * scale)^2, w -= lr * g * scale / (sqrt(acc) + eps); zeroes g.
+  void (*adagrad)(float* w, float* acc, float* g, std::size_t n, float lr, float eps, float grad_scale);
   // fp32 -> bf16, rounding to nearest even (bit-identical on every level) and back.
   void (*to_bf16)(const float* x, bf16* y, std::size_t n);
   void (*from_bf16)(const bf16* x, float* y, std::size_t n);

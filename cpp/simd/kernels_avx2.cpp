@@ -66,6 +66,21 @@ void adam(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep&
   scalar_ops::adam(w + i, m + i, v + i, g + i, n - i, s);
 }
 
+void adagrad(float* w, float* acc, float* g, std::size_t n, float lr, float eps, float grad_scale) {
+  const __m256 vlr = _mm256_set1_ps(lr), veps = _mm256_set1_ps(eps);
+  const __m256 sc = _mm256_set1_ps(grad_scale), zero = _mm256_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), sc);
+    const __m256 ai = _mm256_fmadd_ps(gi, gi, _mm256_loadu_ps(acc + i));
+    const __m256 den = _mm256_add_ps(_mm256_sqrt_ps(ai), veps);
+    _mm256_storeu_ps(w + i, _mm256_sub_ps(_mm256_loadu_ps(w + i), _mm256_div_ps(_mm256_mul_ps(vlr, gi), den)));
+    _mm256_storeu_ps(acc + i, ai);
+    _mm256_storeu_ps(g + i, zero);
+  }
+  scalar_ops::adagrad(w + i, acc + i, g + i, n - i, lr, eps, grad_scale);
+}
+
 void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
   const __m256 lr = _mm256_set1_ps(lr_times_scale), zero = _mm256_setzero_ps();
   std::size_t i = 0;
@@ -246,7 +261,7 @@ void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta};
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta};
   return k;
 }
 

@@ -60,6 +60,20 @@ void adam(float* w, float* m, float* v, float* g, std::size_t n, const AdamStep&
   if (i < n) adam_block(w + i, m + i, v + i, g + i, tail_mask(n - i), s);
 }
 
+void adagrad(float* w, float* acc, float* g, std::size_t n, float lr, float eps, float grad_scale) {
+  const __m512 vlr = _mm512_set1_ps(lr), veps = _mm512_set1_ps(eps), sc = _mm512_set1_ps(grad_scale);
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __m512 gi = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + i), sc);
+    const __m512 ai = _mm512_fmadd_ps(gi, gi, _mm512_maskz_loadu_ps(k, acc + i));
+    const __m512 den = _mm512_add_ps(_mm512_sqrt_ps(ai), veps);
+    const __m512 wi = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, w + i), _mm512_div_ps(_mm512_mul_ps(vlr, gi), den));
+    _mm512_mask_storeu_ps(acc + i, k, ai);
+    _mm512_mask_storeu_ps(w + i, k, wi);
+    _mm512_mask_storeu_ps(g + i, k, _mm512_setzero_ps());
+  }
+}
+
 void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
   const __m512 lr = _mm512_set1_ps(lr_times_scale);
   std::size_t i = 0;
@@ -228,7 +242,7 @@ void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::
 }  // namespace
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta};
+  static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta};
   return k;
 }
 

@@ -31,6 +31,15 @@ inline void adam(float* w, float* m, float* v, float* g, std::size_t n, const Ad
   }
 }
 
+inline void adagrad(float* w, float* acc, float* g, std::size_t n, float lr, float eps, float grad_scale) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float gi = g[i] * grad_scale;
+    acc[i] += gi * gi;
+    w[i] -= lr * gi / (std::sqrt(acc[i]) + eps);
+    g[i] = 0.0f;
+  }
+}
+
 inline void sgd(float* w, float* g, std::size_t n, float lr_times_scale) {
   for (std::size_t i = 0; i < n; ++i) {
     w[i] -= lr_times_scale * g[i];

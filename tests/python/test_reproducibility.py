@@ -16,9 +16,10 @@ def tiny():
     return make_train_test(1500, 300, 800, 3000, seed=4, avg_nnz=20, avg_labels=2)
 
 
-def _net(seed=0, threads=1, **kw):
+def _net(seed=0, threads=1, optimizer="adam", **kw):
     lsh = slide.LSHConfig(k=3, l=10, rehash_every=300, rebuild_every=900, **kw)
-    return slide.Network(800, 3000, hidden=(32,), lsh=lsh, threads=threads, seed=seed, learning_rate=2e-3)
+    return slide.Network(800, 3000, hidden=(32,), lsh=lsh, threads=threads, seed=seed, learning_rate=2e-3,
+                         optimizer=optimizer)
 
 
 def _trained(tiny, **kw):
@@ -59,12 +60,13 @@ def test_save_load_round_trip(tiny, tmp_path, policy):
     assert loaded.table_stats() == net.table_stats()
 
 
-def test_resumed_training_continues_identically(tiny, tmp_path):
+@pytest.mark.parametrize("optimizer", slide.optimizers.OPTIMIZERS)
+def test_resumed_training_continues_identically(tiny, tmp_path, optimizer):
     """Saving with optimizer state and continuing equals never having stopped (threads=1)."""
-    straight = _net()
+    straight = _net(optimizer=optimizer)
     straight.fit(tiny[0].X, tiny[0].Y, epochs=1, batch_size=64, progress=False, shuffle=False)
     straight.fit(tiny[0].X, tiny[0].Y, epochs=1, batch_size=64, progress=False, shuffle=False)
-    first = _net()
+    first = _net(optimizer=optimizer)
     first.fit(tiny[0].X, tiny[0].Y, epochs=1, batch_size=64, progress=False, shuffle=False)
     first.save(tmp_path / "ckpt.npz")
     resumed = slide.Network.load(tmp_path / "ckpt.npz")

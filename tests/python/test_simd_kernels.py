@@ -65,6 +65,25 @@ def test_adam_and_sgd(level, n):
     assert not g2.any() and not g3.any()
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", LENGTHS)
+def test_adagrad(level, n):
+    rng = np.random.default_rng(n)
+    w, acc, g = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    acc = np.abs(acc)
+    ref = [a.copy() for a in (w, acc, g)]
+    got = [a.copy() for a in (w, acc, g)]
+    _core._kernel_adagrad("scalar", *ref, 1e-2, 1e-8, 0.5)
+    _core._kernel_adagrad(level, *got, 1e-2, 1e-8, 0.5)
+    for r, s in zip(ref, got):
+        np.testing.assert_allclose(s, r, rtol=1e-5, atol=1e-6)
+    assert not ref[2].any() and not got[2].any(), "the gradient accumulator must be zeroed"
+    gs = g.astype(np.float64) * 0.5  # Adagrad by hand, in float64
+    acc1 = acc + gs * gs
+    np.testing.assert_allclose(ref[1], acc1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ref[0], w - 1e-2 * gs / (np.sqrt(acc1) + 1e-8), rtol=1e-4, atol=1e-5)
+
+
 def _bf16_reference(x: np.ndarray) -> np.ndarray:
     """Round to nearest even; NaN -> quiet NaN; subnormals -> signed zero (vcvtneps2bf16's rules)."""
     b = x.view(np.uint32).astype(np.uint64)
