@@ -93,7 +93,7 @@ RUN = _table(
     Setting("final_eval_samples", "int", "test points in the final evaluation (default: all)", 1),
     Setting("eval_budget", "float", "test evaluations during training (periodic, epoch ends) run only while they "
             "have taken at most this share of the training time (or 10 s); the final one always runs", 0,
-            flag="--eval-budget", default=0.1),
+            flag="--eval-budget", default=0.05),
     Setting("checkpoint_every", "float", "seconds between checkpoints, written at the first epoch end after the "
             "interval and at the end of the run (0: after every piece of training)", 0,
             flag="--checkpoint-every", default=600.0),

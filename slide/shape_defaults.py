@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .datasets.registry import SLIDE_PRESET
-from .modes import MODES
+from .datasets.registry import BATCH_PRESET, SLIDE_PRESET
 
 DENSE_OUTPUT_MAX = 8192
 
@@ -30,9 +29,7 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     input_norm="l2", input_dropout=0.3, lsh=SLIDE_PRESET["lsh"])
 
 
-LARGE_OUTPUT_PRESET: dict[str, Any] = dict(
-    hidden=[128], learning_rate=1e-3, batch_size=256, epochs=20,
-    lsh={**SLIDE_PRESET["lsh"], **MODES["batch"].lsh})
+LARGE_OUTPUT_PRESET: dict[str, Any] = BATCH_PRESET
 
 
 def preset_for_shape(n_features: int, n_labels: int) -> tuple[dict[str, Any], str]:

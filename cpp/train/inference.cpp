@@ -16,10 +16,11 @@ namespace slide {
 
 namespace {
 
-// Samples scored together: the 32 columns of a GEMM tile.
-constexpr std::int64_t kBlock = 32;
-// Output rows per GEMM: their scores for the block (rows x 32 floats) stay in L2.
-constexpr std::uint32_t kRowsPerPass = 2048;
+// Samples scored together: each weight row streams through once per block, so a larger block moves
+// less memory (128: 3.8 s instead of 5.1 s with 32 for 2,000 points at 670,091 outputs, 2 threads).
+constexpr std::int64_t kBlock = 128;
+// Output rows per GEMM: their scores for the block (rows x 128 floats, 256 KB) stay in L2.
+constexpr std::uint32_t kRowsPerPass = 512;
 
 // Exact scores for a block of samples: hidden activations first, then the output layer as GEMMs
 // over slices of its rows (scores^T = W hidden^T), so every weight row streams through once.
