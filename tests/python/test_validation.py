@@ -24,7 +24,7 @@ def _X(n=4, cols=50):
     (dict(learning_rate=-1.0), "learning_rate"),
     (dict(learning_rate=float("nan")), "learning_rate"),
     (dict(threads=0), "threads"),
-    (dict(optimizer="adagrad"), "optimizer"),
+    (dict(optimizer="rmsprop"), "optimizer must be one of adam, adagrad, sgd"),
     (dict(lr_schedule="warp"), "lr_schedule"),
     (dict(lsh="dwta"), "LSHConfig"),
     (dict(hidden_lsh=(slide.LSHConfig(),)), "first hidden layer"),
