@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from . import _core, memory
 from ._inputs import MAX_DIM, LabelsLike, as_features, as_labels
+from .callbacks import CallbackList
 from .config import LSHConfig
 from .modes import DEFAULT_MODE, check_mode, mode_of
 from .settings import NETWORK, defaults
@@ -137,6 +138,10 @@ class Network:
         lr_schedule: ``"constant"``, ``"linear"``, ``"cosine"`` or ``f(step, total_steps)``.
         lr_warmup: share of each `fit`'s steps over which the rate rises linearly from near zero
             to the schedule's (0 = none; 0.05 is a common choice for Adam).
+        lr_schedule_steps: the optimizer steps the schedule (and warm-up) spans, counted from the
+            network's first step across `fit` and `partial_fit` calls and save/load, so training
+            in several calls follows one schedule. None: each `fit` call schedules over its own
+            steps (and `partial_fit` needs a constant schedule).
         beta1, beta2, eps: Adam's parameters.
         input_norm: ``"none"``, or ``"l2"``: scale each sample's feature values to unit L2 norm
             before the embedding, in training and inference alike (what tree and linear XC methods
@@ -167,6 +172,7 @@ class Network:
         learning_rate: float = _D["learning_rate"],
         lr_schedule: Schedule = _D["lr_schedule"],
         lr_warmup: float = _D["lr_warmup"],
+        lr_schedule_steps: Optional[int] = None,
         beta1: float = _D["beta1"],
         beta2: float = _D["beta2"],
         eps: float = _D["eps"],
@@ -206,6 +212,8 @@ class Network:
             raise ValueError(f"learning_rate must be a positive finite number, got {learning_rate!r}")
         check_schedule(lr_schedule)
         check_warmup(lr_warmup)
+        if lr_schedule_steps is not None:
+            _check_int("lr_schedule_steps", lr_schedule_steps, 1)
         if input_norm not in ("none", "l2"):
             raise ValueError(f"input_norm must be 'none' or 'l2', got {input_norm!r}")
         if not (_finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
@@ -227,6 +235,7 @@ class Network:
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
         self.lr_warmup = float(lr_warmup)
+        self.lr_schedule_steps = None if lr_schedule_steps is None else int(lr_schedule_steps)
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
         self.input_norm, self.input_dropout = input_norm, float(input_dropout)
         self.precision = precision
@@ -273,6 +282,7 @@ class Network:
             "learning_rate": self.learning_rate,
             "lr_schedule": self.lr_schedule,
             "lr_warmup": self.lr_warmup,
+            "lr_schedule_steps": self.lr_schedule_steps,
             "beta1": self.beta1,
             "beta2": self.beta2,
             "eps": self.eps,
@@ -322,12 +332,14 @@ class Network:
         return TrainingData(X, as_labels(Y, self.output_dim, X.shape[0]))
 
     @_one_call_at_a_time
-    def train_rows(self, data: "TrainingData", rows: np.ndarray, *, batch_size: int, lr, bar=None) -> dict[str, float]:
+    def train_rows(self, data: "TrainingData", rows: np.ndarray, *, batch_size: int, lr, bar=None,
+                   on_batch=None) -> dict[str, float]:
         """Train on data's `rows`, in that order, `batch_size` at a time.
 
         `lr` is a number or a function of the batch index within this call. Returns the summed loss,
         the samples with labels and the active outputs. Ctrl-C between batches raises
         TrainingInterrupted carrying how many rows were trained, so a caller can resume exactly.
+        `on_batch(step, logs)`, if given, is called after every optimizer step.
         """
         arrays = (data.X.indptr, data.X.indices, data.X.data, data.Y.indptr, data.Y.indices)
         rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -347,6 +359,11 @@ class Network:
                 done = start + len(batch)
                 for k in totals:
                     totals[k] += stats[k]
+                if on_batch is not None:
+                    labelled = max(stats["samples"], 1)
+                    on_batch(self._core.counters()["step"], {
+                        "loss": stats["loss"] / labelled, "samples": stats["samples"],
+                        "active_per_sample": stats["active"] / labelled, "learning_rate": rate})
                 if bar is not None:
                     bar.update(len(batch))
                     if b % 10 == 0:
@@ -374,6 +391,7 @@ class Network:
         shuffle: bool = True,
         progress: bool = True,
         callback=None,
+        callbacks: Optional[Sequence[Any]] = None,
     ) -> History:
         """Train on X (samples x input_dim, sparse) and Y (labels).
 
@@ -398,6 +416,8 @@ class Network:
             progress: show a progress bar (samples/s, loss).
             callback: called as ``callback(network, epoch_metrics)`` after each epoch; returning
                 ``False`` stops training.
+            callbacks: objects with any of the hooks of `slide.callbacks.Callback`
+                (``on_train_begin``, ``on_batch_end``, ``on_epoch_end``, ``on_train_end``).
 
         Ctrl-C stops at the end of the running batch; the model stays intact and usable, and
         ``History.interrupted`` (and ``network.interrupted``) is set.
@@ -413,6 +433,7 @@ class Network:
             raise ValueError(f"validation_mode must be 'dense' or 'sparse', got {validation_mode!r}")
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable, got {callback!r}")
+        hooks = CallbackList(callbacks)
         if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) \
                 or not 0.0 <= validation_split < 1.0:
             raise ValueError(f"validation_split must be a number in [0, 1), got {validation_split!r}")
@@ -442,15 +463,15 @@ class Network:
         rng = np.random.default_rng(self.seed + self._core.counters()["step"])
         history = History()
         self.interrupted = False
+        on_batch = (lambda step, logs: hooks.call("on_batch_end", self, step, logs)) if hooks.wants_batches() else None
+        hooks.call("on_train_begin", self)
         for epoch in range(epochs):
             order = rng.permutation(n) if shuffle else np.arange(n)
-            first_step = epoch * steps_per_epoch
-            lr = lambda b: self.learning_rate * lr_multiplier(  # noqa: E731
-                self.lr_schedule, first_step + b, total_steps, self.lr_warmup)
+            lr = self._rate(epoch * steps_per_epoch, total_steps)
             t0 = time.perf_counter()
             bar = progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
             try:
-                totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar)
+                totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar, on_batch=on_batch)
             except TrainingInterrupted as stop:
                 totals = stop.totals
                 self.interrupted = history.interrupted = True
@@ -476,7 +497,9 @@ class Network:
                     best_parameters = snapshot(self)
             history.epochs.append(metrics)
             log.info("epoch %d: %s", epoch + 1, metrics)
-            if self.interrupted or (callback is not None and callback(self, metrics) is False):
+            stop = callback is not None and callback(self, metrics) is False
+            stop = any(r is False for r in hooks.call("on_epoch_end", self, epoch + 1, metrics)) or stop
+            if self.interrupted or stop:
                 break
             if tracker.should_stop:
                 history.stopped_early = True
@@ -486,7 +509,45 @@ class Network:
         if best_parameters is not None and tracker.best_at != len(history.epochs):
             restore(self, best_parameters)
             history.restored_best = True
+        hooks.call("on_train_end", self, history)
         return history
+
+    def _rate(self, first_step_of_call: int, steps_of_call: Optional[int]):
+        """The learning rate as a function of the batch index within a piece of training that
+        starts `first_step_of_call` steps into its call (of `steps_of_call` steps)."""
+        if self.lr_schedule_steps is not None:  # one schedule over the network's whole life
+            start, total = self._core.counters()["step"], self.lr_schedule_steps
+        else:
+            start, total = first_step_of_call, steps_of_call or 1  # partial_fit: a constant rate
+        return lambda b: self.learning_rate * lr_multiplier(self.lr_schedule, start + b, total, self.lr_warmup)
+
+    @_one_call_at_a_time
+    def partial_fit(self, X, Y: LabelsLike, *, batch_size: int = 128, callbacks: Optional[Sequence[Any]] = None
+                    ) -> "Network":
+        """One pass over X, Y in their order, `batch_size` samples per step, continuing from
+        where training stands (optimizer state, LSH tables, step count): for data that arrives in
+        pieces or does not fit in memory at once. A decaying `lr_schedule` needs
+        `lr_schedule_steps` (the schedule's length in steps across calls). Returns the network.
+        """
+        _check_int("batch_size", batch_size, 1)
+        if self.lr_schedule_steps is None and (self.lr_schedule != "constant" or self.lr_warmup):
+            raise ValueError(f"partial_fit with lr_schedule={self.lr_schedule!r} (or lr_warmup) needs "
+                             "lr_schedule_steps: the number of optimizer steps the schedule spans across calls")
+        hooks = CallbackList(callbacks)
+        data = self.prepare(X, Y)
+        if len(data) == 0:
+            raise ValueError("X has no rows to train on")
+        on_batch = (lambda step, logs: hooks.call("on_batch_end", self, step, logs)) if hooks.wants_batches() else None
+        hooks.call("on_train_begin", self)
+        self.interrupted = False
+        try:
+            self.train_rows(data, np.arange(len(data)), batch_size=batch_size, lr=self._rate(0, None),
+                            on_batch=on_batch)
+        except TrainingInterrupted:
+            self.interrupted = True
+            log.warning("partial_fit interrupted by the user; the model is intact")
+        hooks.call("on_train_end", self, None)
+        return self
 
     # ----------------------------------------------------------------- inference
     @_one_call_at_a_time
