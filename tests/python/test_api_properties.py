@@ -116,3 +116,9 @@ def test_any_lsh_settings_build_a_network_or_raise_value_error(kwargs):
         slide.Network(20, 30, hidden=(8,), lsh=lsh, threads=1)
     except (ValueError, MemoryError):
         pass
+
+
+def test_the_package_ships_its_type_hints():
+    from pathlib import Path
+
+    assert (Path(slide.__file__).parent / "py.typed").is_file(), "type checkers read slide's hints only with py.typed"

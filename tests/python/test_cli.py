@@ -72,6 +72,21 @@ def test_mode_and_set_choose_how_the_run_trains(tmp_path, mode, says):
         assert "K=2" in r.stdout
 
 
+def test_info_summarises_a_run_folder(trained_run, tmp_path):
+    out, _ = trained_run
+    r = run("info", out)
+    assert r.returncode == 0, r.stderr
+    assert "finished" in r.stdout and "epochs: 2 of 2" in r.stdout and "final: P@1" in r.stdout
+    assert "checkpoint.npz" in r.stdout and "with optimizer state" in r.stdout
+    summary = json.loads(run("info", out, "--json").stdout)
+    final = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][-1]
+    assert summary["final"]["P@1"] == final["P@1"] and summary["epochs"] == {"planned": 2, "done": 2}
+    assert summary["files"]["model.npz"]["with_optimizer_state"] is False
+    assert summary["seconds"]["train_seconds"] == final["train_seconds"]
+    r = run("info", tmp_path / "absent")
+    assert r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_resume_continues_where_the_run_stopped(trained_run, tmp_path):
     out, _ = trained_run
     r = run("train", "--resume", out, "--epochs", "3", "--quiet")

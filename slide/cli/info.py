@@ -1,0 +1,81 @@
+"""`slide info RUN_DIR`: what a run folder holds, read without loading the model: its settings,
+its progress and best scores, where its time went, and its files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import runs
+from ..model_file import read_header
+
+
+def add_parser(sub) -> None:
+    i = sub.add_parser("info", help="summarise a run folder: settings, scores, time, files")
+    i.add_argument("run", type=Path, help="a run folder written by `slide train`")
+    i.add_argument("--json", action="store_true", help="print the summary as JSON")
+    i.set_defaults(handler=main)
+
+
+def summarise(run_dir: Path) -> dict[str, Any]:
+    """The run's settings, progress, best and final scores, time and files, as one dict."""
+    cfg = runs.read_config(run_dir)  # FileNotFoundError naming the folder when it is not a run
+    records = runs.read_metrics(run_dir)
+    scored = [r for r in records if "P@1" in r and r["kind"] != "final"]
+    final = next((r for r in reversed(records) if r["kind"] == "final"), None)
+    epochs = [r for r in records if r["kind"] == "epoch"]
+    summary: dict[str, Any] = {
+        "run": str(run_dir),
+        "data": cfg.get("dataset") or cfg.get("train_file"),
+        "network": cfg.get("network", {}),
+        "lsh": None if cfg.get("network", {}).get("dense") else cfg.get("lsh"),
+        "epochs": {"planned": cfg.get("epochs"), "done": len(epochs)},
+        "samples_trained": epochs[-1]["samples"] if epochs else 0,
+        "best_test_P@1": max((r["P@1"] for r in scored), default=None),
+        "final": {k: v for k, v in final.items() if k.startswith(("P@", "nDCG@", "PSP@"))} if final else None,
+        "state": "finished" if final else ("stopped early" if any(r["kind"] == "early_stop" for r in records)
+                                           else "in progress or stopped; resume with `slide train --resume`"),
+    }
+    if final and "train_seconds" in final:
+        summary["seconds"] = {k: final[k] for k in ("train_seconds", "eval_seconds", "checkpoint_seconds")}
+    files = {}
+    for name in (runs.CHECKPOINT, runs.MODEL, runs.BEST):
+        path = run_dir / name
+        if path.exists():
+            header = read_header(path)
+            files[name] = {"bytes": path.stat().st_size, "with_optimizer_state": header["include_optimizer"],
+                           "optimizer_steps": header["counters"].get("step")}
+    summary["files"] = files
+    return summary
+
+
+def _text(s: dict[str, Any]) -> str:
+    net = s["network"]
+    mode = "dense" if net.get("dense") else net.get("mode") or (
+        "batch" if (s["lsh"] or {}).get("batch_active", 0) > 0 else "sample")
+    lines = [f"run {s['run']}: {s['state']}",
+             f"data: {s['data']}; network: hidden {net.get('hidden')}, mode {mode}, "
+             f"{net.get('optimizer')} lr {net.get('learning_rate')}",
+             f"epochs: {s['epochs']['done']} of {s['epochs']['planned']}, {s['samples_trained']:,} samples"]
+    if s["best_test_P@1"] is not None:
+        lines.append(f"best test P@1 during training: {s['best_test_P@1']:.4f}")
+    if s["final"]:
+        lines.append("final: " + ", ".join(f"{k} {v:.4f}" for k, v in s["final"].items()))
+    if "seconds" in s:
+        sec = s["seconds"]
+        lines.append(f"time: training {sec['train_seconds']:,.1f}s, evaluation {sec['eval_seconds']:,.1f}s, "
+                     f"checkpoints {sec['checkpoint_seconds']:,.1f}s")
+    for name, f in s["files"].items():
+        lines.append(f"{name}: {f['bytes'] / 2**20:,.1f} MiB, {f['optimizer_steps']:,} optimizer steps"
+                     + (", with optimizer state" if f["with_optimizer_state"] else ""))
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    if not args.run.is_dir():
+        raise FileNotFoundError(f"{args.run} is not a folder; `slide info` reads a run folder from `slide train`")
+    s = summarise(args.run)
+    print(json.dumps(s, indent=2) if args.json else _text(s))
+    return 0
