@@ -127,7 +127,8 @@ class Network:
         mode: how the output layer trains (``slide.MODES``): ``"batch"`` (the default: the batch
             shares one LSH-chosen active set and trains as matrix products), ``"sample"`` (SLIDE:
             an active set per sample) or ``"dense"`` (full softmax). Omit it to take the mode of
-            ``lsh``.
+            ``lsh`` (or ``"sample"`` when ``hidden_lsh`` samples a hidden layer, which only that
+            mode can train).
         lsh: the output layer's LSH settings, when the mode's are not what you want
             (``slide.MODES["batch"].lsh_config(k=4)``); ``None`` trains the full softmax.
         hidden_lsh: optional per-hidden-layer LSH configs (``None`` = dense); the first hidden
@@ -196,7 +197,10 @@ class Network:
         if lsh is not None and not isinstance(lsh, LSHConfig):
             raise ValueError(f"lsh must be an LSHConfig or None, got {type(lsh).__name__}")
         if lsh is _MODE_LSH:
-            lsh = check_mode(DEFAULT_MODE if mode is None else mode).lsh_config()
+            # Sampled hidden layers train per sample only, so they make that mode the default.
+            sampled_hidden = hidden_lsh is not None and any(c is not None for c in hidden_lsh)
+            default = "sample" if sampled_hidden else DEFAULT_MODE
+            lsh = check_mode(default if mode is None else mode).lsh_config()
         elif mode is not None and check_mode(mode).name != mode_of(lsh):
             raise ValueError(f"mode={mode!r} contradicts lsh={lsh!r}, which trains in mode {mode_of(lsh)!r}; "
                              f"give one of them, or an lsh for that mode (slide.MODES[{mode!r}].lsh_config(...))")

@@ -170,6 +170,14 @@ def test_apply_preset_fills_unset_network_settings_from_the_table():
     assert cfg["lsh"] == {"k": 3} and cfg["epochs"] == 2 and cfg["batch_size"] == 64
 
 
+def test_sampled_hidden_layers_make_the_per_sample_mode_the_default():
+    net = slide.Network(100, 50, hidden=(32, 64), hidden_lsh=[None, slide.LSHConfig(k=2, l=4)], threads=1)
+    assert net.mode == "sample"
+    with pytest.raises(ValueError, match="needs dense hidden layers"):
+        slide.Network(100, 50, hidden=(32, 64), hidden_lsh=[None, slide.LSHConfig(k=2, l=4)], mode="batch",
+                      threads=1)
+
+
 def test_mode_names_and_lsh_settings_cannot_disagree():
     assert slide.Network(30, 40, hidden=8, mode="sample", threads=1).lsh.batch_active == 0
     assert slide.Network(30, 40, hidden=8, mode="dense", threads=1).lsh is None
