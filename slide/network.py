@@ -218,12 +218,10 @@ class Network:
         check_warmup(lr_warmup)
         if lr_schedule_steps is not None:
             _check_int("lr_schedule_steps", lr_schedule_steps, 1)
-        if input_norm not in ("none", "l2"):
-            raise ValueError(f"input_norm must be 'none' or 'l2', got {input_norm!r}")
+        NETWORK["input_norm"].check(input_norm, "input_norm")
         if not (_finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
             raise ValueError(f"input_dropout must be a number in [0, 1), got {input_dropout!r}")
-        if precision not in ("fp32", "bf16"):
-            raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+        NETWORK["precision"].check(precision, "precision")
         for name, value in (("beta1", beta1), ("beta2", beta2), ("eps", eps)):
             if not _finite_number(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -365,7 +363,7 @@ class Network:
                     totals[k] += stats[k]
                 if on_batch is not None:
                     labelled = max(stats["samples"], 1)
-                    on_batch(self._core.counters()["step"], {
+                    on_batch(self._core.step, {
                         "loss": stats["loss"] / labelled, "samples": stats["samples"],
                         "active_per_sample": stats["active"] / labelled, "learning_rate": rate})
                 if bar is not None:
@@ -520,7 +518,7 @@ class Network:
         """The learning rate as a function of the batch index within a piece of training that
         starts `first_step_of_call` steps into its call (of `steps_of_call` steps)."""
         if self.lr_schedule_steps is not None:  # one schedule over the network's whole life
-            start, total = self._core.counters()["step"], self.lr_schedule_steps
+            start, total = self._core.step, self.lr_schedule_steps
         else:
             start, total = first_step_of_call, steps_of_call or 1  # partial_fit: a constant rate
         return lambda b: self.learning_rate * lr_multiplier(self.lr_schedule, start + b, total, self.lr_warmup)

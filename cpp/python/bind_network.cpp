@@ -142,6 +142,8 @@ void bind_network(py::module_& m) {
           },
           py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("y_indptr"), py::arg("y_indices"),
           py::arg("rows"), py::arg("lr"), py::arg("apply") = true)
+      .def_property_readonly("step", [](const Network& net) { return net.step; },
+                             "optimizer steps taken so far (saved with the model)")
       .def("sync_low_precision", &Network::sync_low_precision, py::call_guard<py::gil_scoped_release>())
       .def(
           "predict",

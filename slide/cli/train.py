@@ -14,7 +14,7 @@ from ..datasets.fingerprint import check_unchanged, fingerprint
 from ..network import Network, TrainingDiverged, TrainingInterrupted
 from ..paths import regular_file
 from ..shape_defaults import preset_for_shape
-from ..modes import MODES
+from ..modes import MODES, mode_of
 from ..settings import NETWORK, RUN, TABLES, TEXT8, check_table, defaults, parse_assignment
 from .. import runs
 from . import signals
@@ -173,15 +173,13 @@ def apply_shape_preset(cfg: dict, source) -> None:
 def build_network(cfg: dict, source) -> Network:
     net_cfg = check_table(cfg["network"], NETWORK, "[network] ")
     lsh = None if net_cfg.get("dense") else LSHConfig.from_dict(cfg["lsh"])
-    options = {k: v for k, v in net_cfg.items() if k not in ("dense", "hidden")}
-    try:
-        return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
-                       threads=cfg.get("threads"), seed=cfg["seed"], **options)
-    except ValueError as e:
-        if "contradicts" not in str(e):
-            raise
+    if net_cfg.get("mode", mode_of(lsh)) != mode_of(lsh):
         raise ValueError(f"[network] mode {net_cfg['mode']!r} contradicts the [lsh] settings "
-                         f"(batch_active={lsh.batch_active if lsh else None}); change one of them") from None
+                         f"(batch_active={getattr(lsh, 'batch_active', None)}), which train in mode {mode_of(lsh)!r}; "
+                         "change one of them")
+    options = {k: v for k, v in net_cfg.items() if k not in ("dense", "hidden", "mode")}
+    return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
+                   threads=cfg.get("threads"), seed=cfg["seed"], **options)
 
 
 def _refuse_changes_on_resume(args: argparse.Namespace) -> None:

@@ -71,7 +71,7 @@ def test_bad_flags_are_refused_before_any_work(flags, message):
     ('lsh = 5\n', "lsh must be a table"),
     ('network = "big"\n', "network must be a table"),
     ('[lsh]\nk = "six"\n', "LSHConfig.k must be an integer"),
-    ('[lsh]\nsimhash_density = "dense"\n', "LSHConfig.simhash_density must be a number"),
+    ('[lsh]\nsimhash_density = "dense"\n', "LSHConfig.simhash_density must be a finite number"),
     ('[lsh]\nkk = 3\n', "[lsh] unknown LSH settings ['kk']"),
     ('[text8]\nwindow = "5"\n', "[text8] window must be an integer"),
     ('seed = 99999999999999999999\n', "seed must be <="),

@@ -71,7 +71,7 @@ def test_dropout_is_seeded_and_absent_from_inference(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(input_norm="l1"), "input_norm must be 'none' or 'l2'"),
+    (dict(input_norm="l1"), "input_norm must be one of none, l2; got 'l1'"),
     (dict(input_dropout=1.0), r"input_dropout must be a number in \[0, 1\)"),
     (dict(input_dropout=-0.1), r"input_dropout must be a number in \[0, 1\)"),
     (dict(input_dropout="0.2"), r"input_dropout must be a number in \[0, 1\)"),
