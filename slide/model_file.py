@@ -17,8 +17,14 @@ import numpy as np
 
 from ._version import __version__
 from .atomic_files import atomic_write
+from .neighbours import NeighbourMemory
 from .optimizers import is_optimizer_state
 from .paths import regular_file
+
+# The neighbour memory's arrays (slide.neighbours.NeighbourMemory.to_arrays) and their types.
+_MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.points.indices": np.dtype(np.int32),
+                  "neighbours.points.data": np.dtype(np.float32), "neighbours.labels.indptr": np.dtype(np.int64),
+                  "neighbours.labels.indices": np.dtype(np.int32)}
 
 if TYPE_CHECKING:
     from .network import Network
@@ -59,6 +65,8 @@ def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = Tr
         "extra": extra or {},
     }
     arrays = {k: v for k, v in net.weights().items() if not _skip(k, include_optimizer)}
+    if net.memory is not None:
+        arrays.update(net.memory.to_arrays())
     header["checksums"] = {k: _crc32(v) for k, v in arrays.items()}
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     atomic_write(path, lambda f: np.savez(f, **arrays))
@@ -111,10 +119,17 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
         raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()
     checksums = header["checksums"]
+    memory: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
             names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != _HEADER + ".npy"]
             for name in names:
+                if name in _MEMORY_ARRAYS:
+                    with zf.open(name + ".npy") as f:
+                        memory[name] = _read_whole(f, _MEMORY_ARRAYS[name], f"{path}: array {name!r}")
+                    if checksums.get(name) != _crc32(memory[name]):
+                        raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
+                    continue
                 if name not in state:
                     raise ModelFileError(f"{path}: array {name!r} does not belong to this model's configuration")
                 with zf.open(name + ".npy") as f:
@@ -128,6 +143,13 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
     missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names]
     if missing:
         raise ModelFileError(f"{path} lacks arrays {missing[:5]}")
+    if memory:
+        if set(memory) != set(_MEMORY_ARRAYS):
+            raise ModelFileError(f"{path}: the neighbour memory lacks arrays {sorted(set(_MEMORY_ARRAYS) - set(memory))}")
+        try:
+            net.memory = NeighbourMemory.from_arrays(memory, net.input_dim, net.output_dim)
+        except ValueError as e:
+            raise ModelFileError(f"{path}: the neighbour memory is malformed: {e}") from None
     net._core.sync_low_precision()  # BF16 weight copies follow the loaded fp32 weights
     counters = dict(header["counters"])
     try:
@@ -153,6 +175,17 @@ def _npy_meta(f, what: str) -> tuple[tuple, bool, np.dtype]:
     if dtype.hasobject:
         raise ModelFileError(f"{what} holds Python objects; slide model files never do (refusing to unpickle)")
     return shape, fortran, dtype
+
+
+def _read_whole(f, dtype: np.dtype, what: str) -> np.ndarray:
+    """A 1-D member of `dtype` read whole (the neighbour memory, whose size the config does not fix)."""
+    shape, fortran, got = _npy_meta(f, what)
+    if got != dtype or len(shape) != 1:
+        raise ModelFileError(f"{what} has shape {shape} {got}, expected a 1-D {np.dtype(dtype)} array")
+    data = f.read(shape[0] * got.itemsize)
+    if len(data) != shape[0] * got.itemsize:
+        raise ModelFileError(f"{what} is cut short; the file is truncated")
+    return np.frombuffer(data, dtype=got).copy()
 
 
 def _read_header_bytes(f, what: str) -> bytes:

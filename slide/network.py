@@ -24,6 +24,7 @@ from .modes import DEFAULT_MODE, check_mode, mode_of
 from .settings import NETWORK, defaults
 from .early_stopping import BestTracker, check_monitor, held_out_rows, restore, snapshot
 from .metrics import ranking_report
+from .neighbours import Fusion, NeighbourMemory, pick_weight
 from .progress import progress_bar
 from .schedules import Schedule, check_schedule, check_warmup, lr_multiplier
 
@@ -108,6 +109,8 @@ class History:
     best_score: Optional[float] = None     # and that metric's value
     stopped_early: bool = False            # early_stopping ended training before `epochs`
     restored_best: bool = False            # the network was set back to best_epoch's parameters
+    # with neighbours and validation: each fusion weight's validation score (neighbour_weight is the best's)
+    neighbour_weight_scores: Optional[dict[float, float]] = None
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.epochs[i]
@@ -180,6 +183,8 @@ class Network:
         input_norm: str = _D["input_norm"],
         input_dropout: float = _D["input_dropout"],
         precision: str = _D["precision"],
+        neighbours: int = _D["neighbours"],
+        neighbour_weight: float = _D["neighbour_weight"],
         threads: Optional[int] = None,
         seed: int = 0,
     ) -> None:
@@ -222,6 +227,8 @@ class Network:
         if not (_finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
             raise ValueError(f"input_dropout must be a number in [0, 1), got {input_dropout!r}")
         NETWORK["precision"].check(precision, "precision")
+        NETWORK["neighbours"].check(neighbours, "neighbours")
+        NETWORK["neighbour_weight"].check(neighbour_weight, "neighbour_weight")
         for name, value in (("beta1", beta1), ("beta2", beta2), ("eps", eps)):
             if not _finite_number(value):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -241,6 +248,8 @@ class Network:
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
         self.input_norm, self.input_dropout = input_norm, float(input_dropout)
         self.precision = precision
+        self.neighbours, self.neighbour_weight = int(neighbours), float(neighbour_weight)
+        self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
         self.threads, self.seed = int(threads), int(seed)
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
@@ -291,6 +300,8 @@ class Network:
             "input_norm": self.input_norm,
             "input_dropout": self.input_dropout,
             "precision": self.precision,
+            "neighbours": self.neighbours,
+            "neighbour_weight": self.neighbour_weight,
             "threads": self.threads,
             "seed": self.seed,
         }
@@ -465,6 +476,7 @@ class Network:
         rng = np.random.default_rng(self.seed + self._core.counters()["step"])
         history = History()
         self.interrupted = False
+        self.memory = None  # epochs are judged by the network alone; the memory is this call's data (below)
         on_batch = (lambda step, logs: hooks.call("on_batch_end", self, step, logs)) if hooks.wants_batches() else None
         hooks.call("on_train_begin", self)
         for epoch in range(epochs):
@@ -511,6 +523,11 @@ class Network:
         if best_parameters is not None and tracker.best_at != len(history.epochs):
             restore(self, best_parameters)
             history.restored_best = True
+        if self.neighbours:
+            self.remember(data.X, data.Y)
+            if val is not None and monitor != "loss":
+                history.neighbour_weight_scores = self.tune_neighbour_weight(*val, monitor=monitor,
+                                                                             mode=validation_mode)
         hooks.call("on_train_end", self, history)
         return history
 
@@ -548,15 +565,20 @@ class Network:
         except TrainingInterrupted:
             self.interrupted = True
             log.warning("partial_fit interrupted by the user; the model is intact")
+        if self.neighbours:  # the pieces add up to the memory of everything trained on
+            self.memory = self.memory.extended(data.X, data.Y) if self.memory else NeighbourMemory(data.X, data.Y)
         hooks.call("on_train_end", self, None)
         return self
 
     # ----------------------------------------------------------------- inference
     @_one_call_at_a_time
-    def predict(self, X, k: int = 5, *, mode: str = "dense") -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X, k: int = 5, *, mode: str = "dense", use_neighbours: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k labels per sample: (ids int32 [n, k], scores float32 [n, k]), best first.
 
-        Scores are logits. ``mode="dense"`` scores every output neuron (exact);
+        Scores are logits, plus ``neighbour_weight`` times the neighbours' vote when the network
+        remembers its training points (`remember`; `fit` does it when ``neighbours`` > 0) and
+        ``use_neighbours`` is true. ``mode="dense"`` scores every output neuron (exact);
         ``mode="sparse"`` scores only the neurons the LSH tables retrieve (fast, approximate;
         topped up with random neurons so at least k are scored). Missing entries get id -1.
         """
@@ -568,11 +590,63 @@ class Network:
         if mode == "sparse" and not self.sampled:
             raise ValueError("mode='sparse' needs an LSH-sampled output layer; this network is dense")
         X = as_features(X, self.input_dim)
+        if use_neighbours and self._fuses:
+            return self._fusion(X, k, mode == "dense")[0].top(self.neighbour_weight, k)
         return self._core.predict(X.indptr, X.indices, X.data, k, mode == "dense")
+
+    @property
+    def _fuses(self) -> bool:
+        return bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
+
+    def _fusion(self, X: sp.csr_matrix, k: int, dense: bool) -> tuple[Fusion, Optional[np.ndarray]]:
+        """The network's top-k and the neighbours' votes for X, ready to rank at any weight; and
+        (dense only) the network's log-normaliser per sample."""
+        if dense:
+            ids, logits, log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, True, True)
+        else:  # LSH inference has no exact normaliser
+            (ids, logits), log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, False), None
+        votes = self.memory.votes(X, self.neighbours)
+        hidden = self._core.hidden(X.indptr, X.indices, X.data)
+        state = self._core.state()
+        W, b = state[f"layers.{len(self.hidden) - 1}.weight"], state[f"layers.{len(self.hidden) - 1}.bias"]
+
+        def logits_of(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            out = np.empty(rows.size, np.float32)
+            for s in range(0, rows.size, 1 << 16):
+                r, l = rows[s:s + (1 << 16)], labels[s:s + (1 << 16)]
+                out[s:s + r.size] = np.einsum("ij,ij->i", hidden[r], W[l]) + b[l]
+            return out
+
+        return Fusion(ids, logits, votes, logits_of), log_normalizer
+
+    def remember(self, X, Y: LabelsLike) -> "Network":
+        """Keep X, Y as the training points whose labels vote in predictions (replacing any kept
+        before); `fit` calls it with its training data when ``neighbours`` > 0. Returns self."""
+        X = as_features(X, self.input_dim)
+        self.memory = NeighbourMemory(X, as_labels(Y, self.output_dim, X.shape[0]))
+        return self
+
+    @_one_call_at_a_time
+    def tune_neighbour_weight(self, X, Y: LabelsLike, *, monitor: str = "P@1", mode: str = "dense"
+                              ) -> dict[float, float]:
+        """Set ``neighbour_weight`` to the weight in `slide.neighbours.WEIGHTS` with the best
+        `monitor` on X, Y (validation data, not training data); returns every weight's score."""
+        if self.memory is None or not self.neighbours:
+            raise ValueError("tune_neighbour_weight needs neighbours > 0 and a memory (fit, or remember(X, Y))")
+        ks = self._ranks(None)
+        check_monitor(monitor, ks)
+        if monitor == "loss":
+            raise ValueError("the neighbour weight is picked by a ranking metric (P@k or nDCG@k), not loss")
+        X = as_features(X, self.input_dim)
+        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        fusion, _ = self._fusion(X, max(ks), mode == "dense")
+        self.neighbour_weight, scores = pick_weight(fusion, Yc, ks, monitor)
+        log.info("neighbour weight %g: validation %s %s", self.neighbour_weight, monitor, scores)
+        return scores
 
     @_one_call_at_a_time
     def evaluate(self, X, Y: LabelsLike, *, ks: Optional[Sequence[int]] = None,
-                 mode: str = "dense") -> dict[str, float]:
+                 mode: str = "dense", use_neighbours: bool = True) -> dict[str, float]:
         """P@k and nDCG@k for each k in ks (averaged over all samples).
 
         ks defaults to 1, 3 and 5, leaving out those above output_dim.
@@ -580,7 +654,7 @@ class Network:
         ks = self._ranks(ks)
         X = as_features(X, self.input_dim)
         Yc = as_labels(Y, self.output_dim, X.shape[0])
-        ids, _ = self.predict(X, k=max(ks), mode=mode)
+        ids, _ = self.predict(X, k=max(ks), mode=mode, use_neighbours=use_neighbours)
         return ranking_report(ids, Yc, ks)
 
     def _ranks(self, ks: Optional[Sequence[int]]) -> tuple[int, ...]:
@@ -599,9 +673,16 @@ class Network:
     def predict_proba(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Top-k labels per sample with their softmax probabilities over every output neuron:
         (ids int32 [n, k], probabilities float32 [n, k]), best first. Exact (dense) scoring; the
-        normaliser costs one exp per output and sample on top of `predict`."""
+        normaliser costs one exp per output and sample on top of `predict`. With a memory of
+        training points, the probabilities are the fused model's, softmax(logit + weight x vote),
+        normalised exactly over every output."""
         _check_int("k", k, 1, self.output_dim)
         X = as_features(X, self.input_dim)
+        if self._fuses:
+            fusion, log_normalizer = self._fusion(X, k, True)
+            ids, scores = fusion.top(self.neighbour_weight, k)
+            return ids, np.exp(scores - fusion.log_normalizer(self.neighbour_weight, log_normalizer)[:, None]
+                               ).astype(np.float32)
         ids, scores, log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, True, True)
         return ids, np.exp(scores - log_normalizer[:, None]).astype(np.float32)
 

@@ -194,14 +194,16 @@ def _subsample(split: Split, n: Optional[int], seed: int) -> Split:
 
 
 def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
-        title: str = "", validation: Optional[Split] = None) -> dict:
+        title: str = "", validation: Optional[Split] = None, memory: Optional[Split] = None) -> dict:
     """Train until `s.epochs` epochs are done; returns the final test report. With `validation`,
     every epoch is scored on it, the best epoch's parameters are kept in best.npz, training stops
     after `s.early_stopping` epochs without improvement, and the final model is the best epoch's
     (so it is never worse on validation than any epoch of the run). Ctrl-C at any moment
     (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
     position and raises TrainingInterrupted. Divergence raises TrainingDiverged, or with
-    ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate."""
+    ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate.
+    With `memory` and ``net.neighbours`` > 0, the final model remembers those training points and
+    fuses their labels' votes into its predictions, with the weight that is best on `validation`."""
     if not 0.0 < s.backoff_factor < 1.0:
         raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
     s.check()
@@ -212,7 +214,7 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
     backoffs = 0
     while True:
         try:
-            return _run(net, stream, test, run_dir, s, pos, title, validation)
+            return _run(net, stream, test, run_dir, s, pos, title, validation, memory)
         except TrainingInterrupted:
             raise
         except KeyboardInterrupt:
@@ -249,7 +251,7 @@ def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
 
 
 def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str,
-         validation: Optional[Split]) -> dict:
+         validation: Optional[Split], memory: Optional[Split] = None) -> dict:
     eval_split = _subsample(test, s.eval_samples, seed=1)
     last_checkpoint = time.perf_counter()
     piece = max(s.batch_size, min(s.eval_every, s.batch_size * 50))
@@ -358,6 +360,11 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
         if tracker.best_at != pos.epoch:  # the final model is the best epoch's
             net = Network.load(run_dir / BEST, threads=net.threads)
     t0 = time.perf_counter()
+    if memory is not None and net.neighbours:
+        net.remember(memory.X, memory.Y)
+        if validation is not None and s.monitor != "loss":
+            net.tune_neighbour_weight(validation.X, validation.Y, monitor=s.monitor)
+        extra = {**(extra or {}), "neighbour_weight": net.neighbour_weight}
     final = evaluate("final", _subsample(test, s.final_eval_samples, seed=2), {**(extra or {}), **_costs(pos)})
     net.save(run_dir / MODEL, include_optimizer=s.final_model_optimizer)
     final["model_seconds"] = time.perf_counter() - t0  # the final evaluation and model.npz

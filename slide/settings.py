@@ -132,6 +132,10 @@ NETWORK = _table(
             flag="--input-dropout", default=0.0),
     Setting("precision", "str", "fp32, or bf16: training reads BF16 copies of the weight rows",
             choices=("fp32", "bf16"), flag="--precision", default="fp32"),
+    Setting("neighbours", "int", "k: each prediction fuses the labels of the k most similar training points "
+            "(cosine) with the network's logits; 0: the network alone", 0, 1000, flag="--neighbours", default=10),
+    Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "
+            "with validation data, training picks it from 0 to 1,024", 0, 1e6, flag="--neighbour-weight", default=4.0),
 )
 
 # Keys of run.toml's [lsh] table: slide.LSHConfig's fields (the C++ LshConfig's defaults). The

@@ -20,6 +20,7 @@ from ..datasets.xc_files import load_xc
 from ..early_stopping import held_out_rows
 from ..network import Network
 from ..runs import Stream, in_memory_stream
+from ..shape_defaults import preset_for_shape
 
 log = logging.getLogger("slide")
 
@@ -37,6 +38,7 @@ class Source:
     preset: dict
     files: tuple[Path, ...] = ()  # the data files read (generated data has none)
     validation: Optional[Split] = None  # held out from the training data (validation_split)
+    memory: Optional[Split] = None  # the training points whose labels vote in predictions (neighbours)
 
 
 def shuffled(split: Split, seed: int) -> Split:
@@ -68,6 +70,8 @@ def resolve(cfg: dict) -> Source:
             raise ValueError(f"{cfg['train_file']} and {cfg['test_file']} disagree on the number of features or labels "
                              f"({train.X.shape[1]} x {train.Y.shape[1]} vs {test.X.shape[1]} x {test.Y.shape[1]})")
         title, preset = f"{Path(cfg['train_file']).name}", registry.SLIDE_PRESET
+        if cfg.get("validation_split") is None:  # the data's shape decides, as for the other settings
+            cfg["validation_split"] = preset_for_shape(train.X.shape[1], train.Y.shape[1])[0].get("validation_split")
     else:
         info = registry.get(cfg.get("dataset", "default"))
         title, preset, files = info.name, info.preset, ()
@@ -93,7 +97,7 @@ def resolve(cfg: dict) -> Source:
           + f", {train.X.shape[1]:,} features, {train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)",
           flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,
-                  lambda net, s: in_memory_stream(net, train, s), preset, files, validation)
+                  lambda net, s: in_memory_stream(net, train, s), preset, files, validation, memory=train)
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:

@@ -161,6 +161,8 @@ def apply_preset(cfg: dict, preset: dict) -> None:
     cfg["lsh"] = {**preset["lsh"], **(mode_lsh or {}), **cfg["lsh"]}
     cfg.setdefault("epochs", preset["epochs"])
     cfg.setdefault("batch_size", preset["batch_size"])
+    if cfg.get("validation_split") is None and preset.get("validation_split"):
+        cfg["validation_split"] = preset["validation_split"]
 
 
 def apply_shape_preset(cfg: dict, source) -> None:
@@ -249,7 +251,7 @@ def main(args: argparse.Namespace) -> int:
                                 final_model_optimizer=cfg.get("final_model_optimizer", False))
     try:
         final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title,
-                         validation=source.validation)
+                         validation=source.validation, memory=source.memory)
     except TrainingInterrupted:
         print(f"\n{signals.what_stopped()}: checkpoint saved; continue with `slide train --resume {run_dir}`",
               file=sys.stderr)
@@ -257,6 +259,9 @@ def main(args: argparse.Namespace) -> int:
     except TrainingDiverged as e:
         print(f"slide: error: {e}", file=sys.stderr)
         return 3
+    if final.get("neighbour_weight") is not None:
+        print(f"predictions fuse the {net.neighbours} nearest training points' labels, weight "
+              f"{final['neighbour_weight']:g}" + (" (the best on validation)" if source.validation else ""), flush=True)
     if final.get("best_epoch") is not None:
         print(f"final model: epoch {final['best_epoch']}, the best on validation ({settings.monitor})", flush=True)
     print("test (exact, {:,} points): ".format(final["test_points"]) +

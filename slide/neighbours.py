@@ -1,0 +1,176 @@
+"""The nearest-neighbour vote: a memory of the training points whose labels vote for a query's, fused
+with the network's scores.
+
+A network with a 128-unit bottleneck cannot remember which few words identify each of 670,091
+labels when most labels have one or two training points; the points themselves can. So a query's
+k most cosine-similar training points vote for their labels (vote_l = sum of similarities of the
+neighbours that carry l, over k, in [0, 1]) and the network's logit is fused with the vote:
+
+    score_l = logit_l + weight * vote_l
+
+a product of experts (softmax(logits) times exp(weight * vote)). Only labels some neighbour
+carries get a vote, so the exact top-k of the fused score is among the network's top-k and the
+voted labels: fusion is exact, not a re-ranking of a shortlist. PfastreXML fuses its trees with a
+tail-label classifier the same way, and DECAF / SiameseXML fuse their classifiers with
+nearest-neighbour shortlists.
+
+The weight is picked on validation data from WEIGHTS (`pick_weight`); measured (README, Accuracy):
+Bibtex best near 4, Delicious near 2, the catalogue generator near 512, where the network alone is
+far weaker than the vote. The search is exact (sparse products in bounded blocks).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .metrics import ranking_report
+
+# Fusion weights `pick_weight` tries; 0 is the network alone.
+WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+_BLOCK_CELLS = 1 << 25  # query-by-training-point similarities held at once (128 MiB of float32)
+
+
+def unit_rows(X: sp.csr_matrix) -> sp.csr_matrix:
+    """float32 CSR copy with L2-normalised rows (empty rows stay empty)."""
+    X = sp.csr_matrix(X, dtype=np.float32, copy=True)
+    X.sum_duplicates()
+    norms = np.sqrt(np.add.reduceat(X.data.astype(np.float64) ** 2, X.indptr[:-1])) if X.nnz else np.zeros(0)
+    lengths = np.diff(X.indptr)
+    scale = np.zeros(X.shape[0])
+    has = lengths > 0
+    scale[has] = 1.0 / np.maximum(norms[has], 1e-30)
+    X.data *= np.repeat(scale, lengths).astype(np.float32)
+    return X
+
+
+class NeighbourMemory:
+    """The training points (unit rows) and their labels, searched exactly by cosine similarity."""
+
+    def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, *, rows_are_unit: bool = False) -> None:
+        if X.shape[0] != Y.shape[0]:
+            raise ValueError(f"the memory needs one label row per point: {X.shape[0]} points, {Y.shape[0]} label rows")
+        self.points = sp.csr_matrix(X, dtype=np.float32) if rows_are_unit else unit_rows(X)
+        self.labels = sp.csr_matrix(Y, dtype=np.float32, copy=True)
+        self.labels.data[:] = 1.0
+        self._by_feature = self.points.T.tocsr()
+
+    def __len__(self) -> int:
+        return self.points.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for m in (self.points, self.labels, self._by_feature)
+                   for a in (m.data, m.indices, m.indptr))
+
+    def votes(self, X: sp.csr_matrix, k: int) -> sp.csr_matrix:
+        """(queries, labels) CSR: each label's vote, the similarity of the k nearest training
+        points that carry it, summed, over k."""
+        Q = unit_rows(X)
+        n = len(self)
+        k = min(int(k), n)
+        if k == 0 or Q.shape[0] == 0:
+            return sp.csr_matrix((Q.shape[0], self.labels.shape[1]), dtype=np.float32)
+        block = max(1, _BLOCK_CELLS // max(n, 1))
+        parts = []
+        for s in range(0, Q.shape[0], block):
+            S = (Q[s:s + block] @ self._by_feature).toarray()
+            near = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (S.shape[0], 1))
+            sim = np.maximum(np.take_along_axis(S, near, axis=1), 0.0)
+            weights = sp.csr_matrix((sim.ravel(), near.ravel(), np.arange(0, sim.size + 1, k)), shape=S.shape)
+            parts.append(weights @ self.labels)
+        V = sp.vstack(parts).tocsr() if len(parts) > 1 else parts[0].tocsr()
+        V.eliminate_zeros()
+        V.data /= np.float32(k)
+        return V
+
+    def extended(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> "NeighbourMemory":
+        """A memory of these points followed by X, Y (only the new rows are normalised)."""
+        return NeighbourMemory(sp.vstack([self.points, unit_rows(X)]).tocsr(), sp.vstack([self.labels, Y]).tocsr(),
+                               rows_are_unit=True)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"neighbours.points.indptr": self.points.indptr.astype(np.int64),
+                "neighbours.points.indices": self.points.indices.astype(np.int32),
+                "neighbours.points.data": self.points.data,
+                "neighbours.labels.indptr": self.labels.indptr.astype(np.int64),
+                "neighbours.labels.indices": self.labels.indices.astype(np.int32)}
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray], n_features: int, n_labels: int) -> "NeighbourMemory":
+        """Rebuild from `to_arrays`'s output, checking that the arrays describe valid matrices."""
+        X = sp.csr_matrix((a["neighbours.points.data"], a["neighbours.points.indices"], a["neighbours.points.indptr"]),
+                          shape=(len(a["neighbours.points.indptr"]) - 1, n_features))
+        li = a["neighbours.labels.indices"]
+        Y = sp.csr_matrix((np.ones(li.size, np.float32), li, a["neighbours.labels.indptr"]), shape=(X.shape[0], n_labels))
+        X.check_format(full_check=True)
+        Y.check_format(full_check=True)
+        return cls(X, Y, rows_are_unit=True)  # as saved: normalising again could move the last bit
+
+
+LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label ids) -> logits
+
+
+class Fusion:
+    """One batch of queries, scored once: the network's top-k, the votes and the logits of the
+    voted labels; `top(weight, k)` then ranks by logit + weight * vote for any weight."""
+
+    def __init__(self, ids: np.ndarray, logits: np.ndarray, votes: sp.csr_matrix, logits_of: LogitsOf) -> None:
+        n, self.k = ids.shape
+        rows = np.repeat(np.arange(n), self.k)
+        keep = ids.ravel() >= 0
+        voted_rows = np.repeat(np.arange(n), np.diff(votes.indptr))
+        voted_logits = logits_of(voted_rows, votes.indices) if votes.nnz else np.zeros(0, np.float32)
+        # Network-only entries whose label also got a vote are dropped: the voted copy has its logit.
+        net_key = rows[keep].astype(np.int64) * np.int64(1 << 32) + ids.ravel()[keep]
+        voted_key = voted_rows.astype(np.int64) * np.int64(1 << 32) + votes.indices
+        only_net = ~np.isin(net_key, voted_key)
+        self.n = n
+        self.rows = np.concatenate([rows[keep][only_net], voted_rows])
+        self.ids = np.concatenate([ids.ravel()[keep][only_net], votes.indices]).astype(np.int32)
+        self.logits = np.concatenate([logits.ravel()[keep][only_net], voted_logits]).astype(np.float32)
+        self.vote = np.concatenate([np.zeros(int(only_net.sum()), np.float32), votes.data.astype(np.float32)])
+
+    def log_normalizer(self, weight: float, network_log_normalizer: np.ndarray) -> np.ndarray:
+        """log of sum_l exp(logit_l + weight * vote_l) over every output, per query: the
+        network's normaliser with the voted labels' terms scaled by exp(weight * vote)."""
+        voted = self.vote > 0
+        rows = self.rows[voted]
+        log_p = self.logits[voted].astype(np.float64) - network_log_normalizer[rows]
+        p_voted = np.bincount(rows, weights=np.exp(log_p), minlength=self.n)
+        rest = np.log(np.maximum(1.0 - p_voted, 1e-300))  # the unvoted labels keep their probability
+        boosted = log_p + weight * self.vote[voted]
+        peak = rest.copy()
+        np.maximum.at(peak, rows, boosted)
+        total = np.exp(rest - peak) + np.bincount(rows, weights=np.exp(boosted - peak[rows]), minlength=self.n)
+        return (network_log_normalizer + peak + np.log(total)).astype(np.float32)
+
+    def top(self, weight: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids int32 [n, k], fused scores float32 [n, k]), best first; -1 / -inf where a query
+        has fewer than k candidates."""
+        score = self.logits + np.float32(weight) * self.vote
+        order = np.lexsort((-score, self.rows))
+        rows = self.rows[order]
+        starts = np.searchsorted(rows, np.arange(self.n))
+        rank = np.arange(rows.size) - starts[rows]
+        take = rank < k
+        ids = np.full((self.n, k), -1, np.int32)
+        scores = np.full((self.n, k), -np.inf, np.float32)
+        ids[rows[take], rank[take]] = self.ids[order][take]
+        scores[rows[take], rank[take]] = score[order][take]
+        return ids, scores
+
+
+def pick_weight(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str = "P@1",
+                weights: tuple[float, ...] = WEIGHTS) -> tuple[float, dict[float, float]]:
+    """The fusion weight with the best `monitor` on (fusion's queries, Y); ties go to the smaller
+    weight. Returns it and every weight's score."""
+    scores = {}
+    for w in weights:
+        ids, _ = fusion.top(w, max(ks))
+        scores[w] = float(ranking_report(ids, Y, ks)[monitor])
+    best = max(weights, key=lambda w: (scores[w], -w))
+    return best, scores
+

@@ -1,0 +1,169 @@
+"""The nearest-neighbour vote (slide.neighbours) against brute force, and its life in a Network:
+fit, partial_fit, the weight picked on validation, save/load, and its settings."""
+
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import slide
+from slide._inputs import as_features
+from slide.datasets import make_catalogue
+from slide.datasets.synthetic import split_at
+from slide.model_file import ModelFileError
+from slide.neighbours import WEIGHTS, NeighbourMemory
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return split_at(make_catalogue(1400, 600, 800, seed=3), 1200)
+
+
+@pytest.fixture(scope="module")
+def trained(problem):
+    train, _ = problem
+    net = slide.Network(600, 800, hidden=32, threads=1, seed=0)
+    history = net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
+    return net, history
+
+
+def brute_votes(train_X, train_Y, X, k):
+    A = train_X.toarray().astype(np.float64)
+    B = X.toarray().astype(np.float64)
+    A /= np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-30)
+    B /= np.maximum(np.linalg.norm(B, axis=1, keepdims=True), 1e-30)
+    S = B @ A.T
+    V = np.zeros((X.shape[0], train_Y.shape[1]))
+    for i in range(X.shape[0]):
+        near = np.argsort(-S[i], kind="stable")[:k]
+        V[i] = np.maximum(S[i, near], 0) @ train_Y[near].toarray() / k
+    return V
+
+
+def brute_fused(net, X):
+    W = net.weights()
+    logits = net.transform(X) @ W["layers.0.weight"].T + W["layers.0.bias"]
+    return logits + net.neighbour_weight * brute_votes(net.memory.points, net.memory.labels, X, net.neighbours)
+
+
+def test_votes_equal_brute_force(problem):
+    train, test = problem
+    memory = NeighbourMemory(train.X, train.Y)
+    for k in (1, 5, 10):
+        got = memory.votes(test.X, k).toarray()
+        np.testing.assert_allclose(got, brute_votes(train.X, train.Y, test.X, k), atol=1e-5)
+
+
+def test_votes_with_k_above_the_memory_use_every_point(problem):
+    train, test = problem
+    memory = NeighbourMemory(train.X[:3], train.Y[:3])
+    np.testing.assert_allclose(memory.votes(test.X[:4], 10).toarray(),
+                               brute_votes(train.X[:3], train.Y[:3], test.X[:4], 3), atol=1e-5)
+
+
+def test_fit_remembers_the_points_it_trained_on_and_picks_the_weight_on_validation(problem, trained):
+    train, _ = problem
+    net, history = trained
+    assert len(net.memory) == len(train) - 120  # the held-out validation points do not vote
+    assert set(history.neighbour_weight_scores) == set(WEIGHTS)
+    best = max(history.neighbour_weight_scores.values())
+    assert history.neighbour_weight_scores[net.neighbour_weight] == best
+    assert net.neighbour_weight == min(w for w, s in history.neighbour_weight_scores.items() if s == best)
+
+
+def test_fused_prediction_is_the_exact_top_k_of_logit_plus_weighted_vote(problem, trained):
+    _, test = problem
+    net, _ = trained
+    assert net.neighbour_weight > 0
+    F = brute_fused(net, test.X)
+    ids, scores = net.predict(test.X, k=5)
+    np.testing.assert_allclose(scores, np.take_along_axis(F, ids.astype(np.int64), 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(scores, -np.sort(-F, axis=1)[:, :5], rtol=1e-4, atol=1e-4)
+
+
+def test_fused_probabilities_are_normalised_over_every_output(problem, trained):
+    _, test = problem
+    net, _ = trained
+    F = brute_fused(net, test.X[:40])
+    P = np.exp(F - F.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    ids, p = net.predict_proba(test.X[:40], k=5)
+    np.testing.assert_array_equal(ids, net.predict(test.X[:40], k=5)[0])
+    np.testing.assert_allclose(p, np.take_along_axis(P, ids.astype(np.int64), 1), atol=1e-5)
+
+
+def test_use_neighbours_false_is_the_network_alone(problem, trained):
+    _, test = problem
+    net, _ = trained
+    X = as_features(test.X, 600)
+    alone = net._core.predict(X.indptr, X.indices, X.data, 5, True)
+    got = net.predict(test.X, k=5, use_neighbours=False)
+    np.testing.assert_array_equal(got[0], alone[0])
+    np.testing.assert_array_equal(got[1], alone[1])
+
+
+def test_neighbours_zero_keeps_no_memory(problem):
+    train, test = problem
+    net = slide.Network(600, 800, hidden=16, neighbours=0, threads=1, seed=0)
+    net.fit(train.X, train.Y, epochs=1, progress=False)
+    assert net.memory is None
+    np.testing.assert_array_equal(net.predict(test.X, k=3)[0], net.predict(test.X, k=3, use_neighbours=False)[0])
+
+
+def test_partial_fit_adds_each_piece_to_the_memory(problem):
+    train, _ = problem
+    net = slide.Network(600, 800, hidden=16, threads=1, seed=0)
+    net.partial_fit(train.X[:500], train.Y[:500]).partial_fit(train.X[500:], train.Y[500:])
+    assert len(net.memory) == len(train)
+    whole = NeighbourMemory(train.X, train.Y)
+    assert (net.memory.points != whole.points).nnz == 0
+    assert (net.memory.labels != whole.labels).nnz == 0
+
+
+def test_save_and_load_keep_the_memory_and_the_weight(problem, trained, tmp_path):
+    _, test = problem
+    net, _ = trained
+    net.save(tmp_path / "m.npz")
+    loaded = slide.Network.load(tmp_path / "m.npz")
+    assert loaded.neighbour_weight == net.neighbour_weight and loaded.neighbours == net.neighbours
+    for a, b in zip(net.predict(test.X, k=5), loaded.predict(test.X, k=5)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_damaged_memory_is_refused(problem, trained, tmp_path):
+    net, _ = trained
+    net.save(tmp_path / "m.npz")
+    with zipfile.ZipFile(tmp_path / "m.npz") as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    name = "neighbours.points.data.npy"
+    raw = bytearray(members[name])
+    raw[-3] ^= 0xFF
+    members[name] = bytes(raw)
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+    with pytest.raises(ModelFileError, match="neighbours.points.data.*checksum"):
+        slide.Network.load(tmp_path / "bad.npz")
+
+
+def test_tune_without_memory_is_a_clear_error(problem):
+    _, test = problem
+    net = slide.Network(600, 800, hidden=8, threads=1)
+    with pytest.raises(ValueError, match="needs neighbours > 0 and a memory"):
+        net.tune_neighbour_weight(test.X, test.Y)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(neighbours=-1), "neighbours"), (dict(neighbours=2.5), "neighbours"),
+    (dict(neighbour_weight=-1.0), "neighbour_weight"), (dict(neighbour_weight=float("nan")), "neighbour_weight")])
+def test_settings_are_validated(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        slide.Network(10, 10, **kwargs)
+
+
+def test_remember_checks_its_input(problem):
+    train, _ = problem
+    net = slide.Network(600, 800, hidden=8, threads=1)
+    with pytest.raises(ValueError):
+        net.remember(train.X[:10], sp.csr_matrix((9, 800)))
