@@ -45,7 +45,7 @@ def run_slide(train, test, threads: int, seed: int) -> dict:
                         lsh=None if preset.get("dense") else slide.LSHConfig(**preset["lsh"]),
                         learning_rate=preset["learning_rate"], lr_schedule=preset.get("lr_schedule", "constant"),
                         input_norm=preset.get("input_norm", "none"), input_dropout=preset.get("input_dropout", 0.0),
-                        threads=threads, seed=seed)
+                        neighbours=preset["neighbours"], threads=threads, seed=seed)
     t0 = time.perf_counter()
     history = net.fit(train.X, train.Y, epochs=preset["epochs"], batch_size=preset["batch_size"],
                       validation_split=preset.get("validation_split", 0.0), progress=False)

@@ -26,7 +26,7 @@ DENSE_OUTPUT_MAX = 8192
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[1024], learning_rate=1e-3, lr_schedule="cosine", batch_size=128, epochs=20, dense=True,
-    input_norm="l2", input_dropout=0.3, lsh=SLIDE_PRESET["lsh"])
+    input_norm="l2", input_dropout=0.3, neighbours=10, lsh=SLIDE_PRESET["lsh"])
 
 
 LARGE_OUTPUT_PRESET: dict[str, Any] = BATCH_PRESET

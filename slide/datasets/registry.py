@@ -23,7 +23,7 @@ SLIDE_PRESET: dict[str, Any] = dict(hidden=[128], learning_rate=1e-3, batch_size
 # The batch-shared mode for outputs of 10^5-10^6 labels, measured on Amazon-670K-shaped catalogue
 # data (README, Benchmarks): hidden 128 at Adam's 1e-3 for 20 epochs; 2% of the training points
 # held out pick the best epoch and the weight of the nearest neighbours' vote.
-BATCH_PRESET: dict[str, Any] = dict(hidden=[128], learning_rate=1e-3, batch_size=256, epochs=20, validation_split=0.02,
+BATCH_PRESET: dict[str, Any] = dict(hidden=[128], learning_rate=1e-3, batch_size=256, epochs=20, validation_split=0.02, neighbours=10,
                                     lsh={**SLIDE_PRESET["lsh"], **MODES["batch"].lsh})
 
 

@@ -23,7 +23,7 @@ def problem():
 @pytest.fixture(scope="module")
 def trained(problem):
     train, _ = problem
-    net = slide.Network(600, 800, hidden=32, threads=1, seed=0)
+    net = slide.Network(600, 800, hidden=32, neighbours=10, threads=1, seed=0)
     history = net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
     return net, history
 
@@ -113,7 +113,7 @@ def test_neighbours_zero_keeps_no_memory(problem):
 
 def test_partial_fit_adds_each_piece_to_the_memory(problem):
     train, _ = problem
-    net = slide.Network(600, 800, hidden=16, threads=1, seed=0)
+    net = slide.Network(600, 800, hidden=16, neighbours=10, threads=1, seed=0)
     net.partial_fit(train.X[:500], train.Y[:500]).partial_fit(train.X[500:], train.Y[500:])
     assert len(net.memory) == len(train)
     whole = NeighbourMemory(train.X, train.Y)
@@ -149,7 +149,7 @@ def test_a_damaged_memory_is_refused(problem, trained, tmp_path):
 
 def test_tune_without_memory_is_a_clear_error(problem):
     _, test = problem
-    net = slide.Network(600, 800, hidden=8, threads=1)
+    net = slide.Network(600, 800, hidden=8, neighbours=10, threads=1)
     with pytest.raises(ValueError, match="needs neighbours > 0 and a memory"):
         net.tune_neighbour_weight(test.X, test.Y)
 
