@@ -14,9 +14,9 @@ voted labels: fusion is exact, not a re-ranking of a shortlist. PfastreXML fuses
 tail-label classifier the same way, and DECAF / SiameseXML fuse their classifiers with
 nearest-neighbour shortlists.
 
-The weight is picked on validation data from WEIGHTS (`pick_weight`); measured (README, Accuracy):
-Bibtex best near 4, Delicious near 2, the catalogue generator near 512, where the network alone is
-far weaker than the vote. The search is exact (sparse products in bounded blocks).
+The weight is picked on validation data from WEIGHTS (`pick_weight`): how much the vote should
+count depends on how well the network alone ranks, which differs by orders of magnitude between
+datasets (benches/neighbours.py). The search is exact (sparse products in bounded blocks).
 """
 
 from __future__ import annotations
@@ -26,24 +26,12 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
 # Fusion weights `pick_weight` tries; 0 is the network alone.
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 _BLOCK_CELLS = 1 << 25  # query-by-training-point similarities held at once (128 MiB of float32)
-
-
-def unit_rows(X: sp.csr_matrix) -> sp.csr_matrix:
-    """float32 CSR copy with L2-normalised rows (empty rows stay empty)."""
-    X = sp.csr_matrix(X, dtype=np.float32, copy=True)
-    X.sum_duplicates()
-    norms = np.sqrt(np.add.reduceat(X.data.astype(np.float64) ** 2, X.indptr[:-1])) if X.nnz else np.zeros(0)
-    lengths = np.diff(X.indptr)
-    scale = np.zeros(X.shape[0])
-    has = lengths > 0
-    scale[has] = 1.0 / np.maximum(norms[has], 1e-30)
-    X.data *= np.repeat(scale, lengths).astype(np.float32)
-    return X
 
 
 class NeighbourMemory:
@@ -59,11 +47,6 @@ class NeighbourMemory:
 
     def __len__(self) -> int:
         return self.points.shape[0]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for m in (self.points, self.labels, self._by_feature)
-                   for a in (m.data, m.indices, m.indptr))
 
     def votes(self, X: sp.csr_matrix, k: int) -> sp.csr_matrix:
         """(queries, labels) CSR: each label's vote, the similarity of the k nearest training
@@ -118,8 +101,8 @@ class Fusion:
     voted labels; `top(weight, k)` then ranks by logit + weight * vote for any weight."""
 
     def __init__(self, ids: np.ndarray, logits: np.ndarray, votes: sp.csr_matrix, logits_of: LogitsOf) -> None:
-        n, self.k = ids.shape
-        rows = np.repeat(np.arange(n), self.k)
+        n, k = ids.shape
+        rows = np.repeat(np.arange(n), k)
         keep = ids.ravel() >= 0
         voted_rows = np.repeat(np.arange(n), np.diff(votes.indptr))
         voted_logits = logits_of(voted_rows, votes.indices) if votes.nnz else np.zeros(0, np.float32)

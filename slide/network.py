@@ -637,6 +637,8 @@ class Network:
         check_monitor(monitor, ks)
         if monitor == "loss":
             raise ValueError("the neighbour weight is picked by a ranking metric (P@k or nDCG@k), not loss")
+        if mode not in ("dense", "sparse"):
+            raise ValueError(f"mode must be 'dense' or 'sparse', got {mode!r}")
         X = as_features(X, self.input_dim)
         Yc = as_labels(Y, self.output_dim, X.shape[0])
         fusion, _ = self._fusion(X, max(ks), mode == "dense")

@@ -167,3 +167,10 @@ def test_remember_checks_its_input(problem):
     net = slide.Network(600, 800, hidden=8, threads=1)
     with pytest.raises(ValueError):
         net.remember(train.X[:10], sp.csr_matrix((9, 800)))
+
+
+def test_tune_refuses_an_unknown_mode(problem, trained):
+    _, test = problem
+    net, _ = trained
+    with pytest.raises(ValueError, match="mode must be 'dense' or 'sparse'"):
+        net.tune_neighbour_weight(test.X, test.Y, mode="exact")
