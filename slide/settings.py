@@ -133,7 +133,7 @@ NETWORK = _table(
     Setting("precision", "str", "fp32, or bf16: training reads BF16 copies of the weight rows",
             choices=("fp32", "bf16"), flag="--precision", default="fp32"),
     Setting("neighbours", "int", "k: each prediction fuses the labels of the k most similar training points "
-            "(cosine) with the network's logits; 0: the network alone (slide train's presets use 10)", 0, 1000, flag="--neighbours", default=0),
+            "(cosine) with the network's logits; 0: the network alone", 0, 1000, flag="--neighbours", default=10),
     Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "
             "with validation data, training picks it from 0 to 1,024", 0, 1e6, flag="--neighbour-weight", default=4.0),
 )

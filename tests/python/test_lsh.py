@@ -109,7 +109,9 @@ def _train_stream(lsh, threads=1):
     from slide.datasets import make_train_test
 
     train, test = make_train_test(6000, 1000, 2000, 20_000, seed=5, avg_nnz=30, avg_labels=4)
-    net = slide.Network(2000, 20_000, hidden=(64,), lsh=lsh, threads=threads, seed=0, learning_rate=2e-3)
+    # neighbours=0: what the negatives teach the network, without the training points' vote on top
+    net = slide.Network(2000, 20_000, hidden=(64,), lsh=lsh, threads=threads, seed=0, learning_rate=2e-3,
+                        neighbours=0)
     history = net.fit(train.X, train.Y, epochs=3, batch_size=128, progress=False)
     return net, history, test
 

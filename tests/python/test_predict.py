@@ -28,7 +28,7 @@ def test_dense_predict_matches_numpy(hidden, out, n):
     rng = np.random.default_rng(out)
     X = as_features(sp.random(n + 200, IN, density=0.1, format="csr", dtype=np.float32, random_state=rng), IN)
     Y = as_labels([rng.choice(out, 2, replace=False) for _ in range(n + 200)], out, n + 200)
-    net = slide.Network(IN, out, hidden=hidden, lsh=slide.LSHConfig(k=2, l=4), threads=2, seed=3)
+    net = slide.Network(IN, out, hidden=hidden, lsh=slide.LSHConfig(k=2, l=4), threads=2, seed=3, neighbours=0)
     net.fit(X[n:], Y[n:], epochs=1, batch_size=50, progress=False)  # weights off their initial values
     k = min(5, out)
     ids, scores = net.predict(X[:n], k=k)
