@@ -36,19 +36,14 @@ def top_of_votes(votes, k: int) -> np.ndarray:
 
 
 def run_slide(train, test, threads: int, seed: int) -> dict:
-    import slide
     from slide.neighbours import NeighbourMemory
-    from slide.shape_defaults import preset_for_shape
 
-    preset, why = preset_for_shape(train.X.shape[1], train.Y.shape[1])
-    net = slide.Network(train.X.shape[1], train.Y.shape[1], hidden=preset["hidden"],
-                        lsh=None if preset.get("dense") else slide.LSHConfig(**preset["lsh"]),
-                        learning_rate=preset["learning_rate"], lr_schedule=preset.get("lr_schedule", "constant"),
-                        input_norm=preset.get("input_norm", "none"), input_dropout=preset.get("input_dropout", 0.0),
-                        neighbours=preset["neighbours"], threads=threads, seed=seed)
+    from .default_network import default_network
+
+    net, cfg, why = default_network(train.X.shape[1], train.Y.shape[1], threads, seed)
     t0 = time.perf_counter()
-    history = net.fit(train.X, train.Y, epochs=preset["epochs"], batch_size=preset["batch_size"],
-                      validation_split=preset.get("validation_split", 0.0), progress=False)
+    history = net.fit(train.X, train.Y, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+                      validation_split=cfg.get("validation_split") or 0.0, progress=False)
     seconds = time.perf_counter() - t0
     out = {"settings": why, "train_seconds": round(seconds, 2), "best_epoch": history.best_epoch,
            "neighbour_weight": net.neighbour_weight,

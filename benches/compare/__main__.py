@@ -4,7 +4,9 @@ generated Amazon-670K-shaped data (135,909 -> 128 -> 670,091), same threads, sam
     pip install ".[baselines]"     # tensorflow-cpu and torch, never needed by the tests
     python -m benches.compare [--budget 120] [--systems slide-fp32 torch-sampled ...]
 
-Systems: slide-batch, slide-batch-bf16 (batch-shared LSH active set as GEMMs), slide-batch-uniform
+Systems: slide-default (what `slide train --train FILE --test FILE` picks for the data's shape:
+the batch-shared mode with the nearest neighbours' vote, its weight picked at each checkpoint on
+the 2% of the training points it holds out), slide-batch, slide-batch-bf16 (batch-shared LSH active set as GEMMs), slide-batch-uniform
 (the same with one LSH candidate: uniform negatives only, the ablation), slide-batch-wide (hidden
 256 at learning rate 1e-2 whatever --lr says), slide-fp32, slide-bf16
 (SLIDE's per-sample LSH sampling), slide-dense (full softmax), tf-full (TensorFlow full
@@ -37,11 +39,15 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "compare"
 TREE_SYSTEMS = ["omikuji", "napkinxc"]
-SYSTEMS = ["slide-batch", "slide-batch-bf16", "slide-batch-uniform", "slide-batch-wide", "slide-fp32", "slide-bf16", "torch-sampled",
+SYSTEMS = ["slide-default", "slide-batch", "slide-batch-bf16", "slide-batch-uniform", "slide-batch-wide", "slide-fp32", "slide-bf16", "torch-sampled",
            "torch-full", "tf-full", "slide-dense"]
 
 
 def make_system(name: str, data: dict, args):
+    if name == "slide-default":
+        from .slide_system import SlideDefaultSystem
+
+        return SlideDefaultSystem(data, args.threads, args.batch_size)
     if name.startswith("slide-"):
         from .slide_system import SlideSystem
 

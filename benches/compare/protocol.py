@@ -2,7 +2,8 @@
 stop the training clock to evaluate P@1/3/5 and PSP@1/3/5 at wall-clock checkpoints, and report
 throughput, epoch time and peak RSS. A system supplies `train(rows)` and `top_k(X, k)`; a system
 that can only train on everything at once (a tree method) supplies `fit(X, Y)` instead, and its
-timeline is the one point where that training ends."""
+timeline is the one point where that training ends. A system may hold training points out
+(`held_out`, row indices) to validate on; they never train, and epochs count the rest."""
 
 from __future__ import annotations
 
@@ -64,7 +65,9 @@ def run(system: System, data: dict, *, batch_size: int, budget_seconds: float, m
     inv_propensity = inverse_propensities(data["Ytr"], a=PROPENSITY_A, b=PROPENSITY_B)
     if hasattr(system, "fit"):
         return run_once(system, data, inv_propensity, log)
-    n = data["Xtr"].shape[0]
+    # a system that holds some training points out (to validate on) never trains on them
+    train_rows = np.setdiff1d(np.arange(data["Xtr"].shape[0]), getattr(system, "held_out", []))
+    n = len(train_rows)
     Xc, Yc = data["Xte"][:checkpoint_test_points], data["Yte"][:checkpoint_test_points]
     every = budget_seconds / checkpoints
     next_eval, train_s, samples, timeline, epoch_seconds = every, 0.0, 0, [], []
@@ -72,7 +75,7 @@ def run(system: System, data: dict, *, batch_size: int, budget_seconds: float, m
     piece = batch_size
     done = False
     for epoch in range(max_epochs):
-        order = rng.permutation(n)
+        order = rng.permutation(train_rows)
         epoch_t = 0.0
         start = 0
         while start < n:

@@ -30,7 +30,7 @@ class SlideSystem:
         self.net = slide.Network(data["Xtr"].shape[1], data["Ytr"].shape[1],
                                  hidden=WIDE["hidden"] if variant == "batch-wide" else (128,), lsh=lsh,
                                  precision="bf16" if variant.endswith("bf16") else "fp32", learning_rate=lr,
-                                 threads=threads, seed=0)
+                                 threads=threads, seed=0, neighbours=0)  # the network alone
         self.data = self.net.prepare(data["Xtr"], data["Ytr"])
         self.batch_size, self.lr = batch_size, lr
 
@@ -38,4 +38,34 @@ class SlideSystem:
         self.net.train_rows(self.data, rows, batch_size=self.batch_size, lr=self.lr)
 
     def top_k(self, X, k: int) -> np.ndarray:
+        return self.net.predict(X, k=k)[0]
+
+
+class SlideDefaultSystem:
+    """slide with no tuning flags: the configuration `slide train --train FILE --test FILE` picks for
+    the data's shape (benches.default_network), including its validation split. The held-out
+    points never train (`held_out`); the rest are remembered for the nearest neighbours' vote once,
+    at construction (a copy of their rows, counted in build_seconds); at every checkpoint the vote's
+    weight is picked on the held-out points, as `slide train` does at the end of its run."""
+
+    def __init__(self, data: dict, threads: int, batch_size: int, seed: int = 0) -> None:
+        from ..default_network import default_network
+
+        X, Y = data["Xtr"], data["Ytr"]
+        self.net, cfg, self.settings = default_network(X.shape[1], Y.shape[1], threads, seed)
+        self.batch_size, self.lr = cfg["batch_size"], self.net.learning_rate
+        n = X.shape[0]
+        self.held_out = np.sort(np.random.default_rng(seed).permutation(n)[:int(n * (cfg.get("validation_split") or 0))])
+        kept = np.setdiff1d(np.arange(n), self.held_out)
+        self.validation = (X[self.held_out], Y[self.held_out])
+        self.data = self.net.prepare(X, Y)
+        if self.net.neighbours:
+            self.net.remember(X[kept], Y[kept])
+
+    def train(self, rows: np.ndarray) -> None:
+        self.net.train_rows(self.data, rows, batch_size=self.batch_size, lr=self.lr)
+
+    def top_k(self, X, k: int) -> np.ndarray:
+        if self.net.neighbours and len(self.held_out):
+            self.net.tune_neighbour_weight(*self.validation)
         return self.net.predict(X, k=k)[0]
