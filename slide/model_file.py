@@ -20,11 +20,14 @@ from .atomic_files import atomic_write
 from .neighbours import NeighbourMemory
 from .optimizers import is_optimizer_state
 from .paths import regular_file
+from .word_vectors import VOCABULARY_ARRAY, vocabulary_from_array, vocabulary_to_array
 
 # The neighbour memory's arrays (slide.neighbours.NeighbourMemory.to_arrays) and their types.
 _MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.points.indices": np.dtype(np.int32),
                   "neighbours.points.data": np.dtype(np.float32), "neighbours.labels.indptr": np.dtype(np.int64),
                   "neighbours.labels.indices": np.dtype(np.int32)}
+# Arrays whose size the configuration does not fix: read whole, by their type.
+_WHOLE_ARRAYS = {**_MEMORY_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
 
 if TYPE_CHECKING:
     from .network import Network
@@ -67,6 +70,8 @@ def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = Tr
     arrays = {k: v for k, v in net.weights().items() if not _skip(k, include_optimizer)}
     if net.memory is not None:
         arrays.update(net.memory.to_arrays())
+    if net.vocabulary is not None:
+        arrays[VOCABULARY_ARRAY] = vocabulary_to_array(net.vocabulary)
     header["checksums"] = {k: _crc32(v) for k, v in arrays.items()}
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     atomic_write(path, lambda f: np.savez(f, **arrays))
@@ -119,15 +124,15 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
         raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()
     checksums = header["checksums"]
-    memory: dict[str, np.ndarray] = {}
+    whole: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
             names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != _HEADER + ".npy"]
             for name in names:
-                if name in _MEMORY_ARRAYS:
+                if name in _WHOLE_ARRAYS:
                     with zf.open(name + ".npy") as f:
-                        memory[name] = _read_whole(f, _MEMORY_ARRAYS[name], f"{path}: array {name!r}")
-                    if checksums.get(name) != _crc32(memory[name]):
+                        whole[name] = _read_whole(f, _WHOLE_ARRAYS[name], f"{path}: array {name!r}")
+                    if checksums.get(name) != _crc32(whole[name]):
                         raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
                     continue
                 if name not in state:
@@ -143,6 +148,8 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
     missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names]
     if missing:
         raise ModelFileError(f"{path} lacks arrays {missing[:5]}")
+    memory = {k: v for k, v in whole.items() if k in _MEMORY_ARRAYS}
+    vocabulary = whole.get(VOCABULARY_ARRAY)
     if memory:
         if set(memory) != set(_MEMORY_ARRAYS):
             raise ModelFileError(f"{path}: the neighbour memory lacks arrays {sorted(set(_MEMORY_ARRAYS) - set(memory))}")
@@ -150,6 +157,11 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
             net.memory = NeighbourMemory.from_arrays(memory, net.input_dim, net.output_dim)
         except ValueError as e:
             raise ModelFileError(f"{path}: the neighbour memory is malformed: {e}") from None
+    if vocabulary is not None:
+        try:
+            net.vocabulary = vocabulary_from_array(vocabulary, net.input_dim)
+        except ValueError as e:
+            raise ModelFileError(f"{path}: the vocabulary is malformed: {e}") from None
     net._core.sync_low_precision()  # BF16 weight copies follow the loaded fp32 weights
     counters = dict(header["counters"])
     try:

@@ -39,6 +39,7 @@ class Source:
     files: tuple[Path, ...] = ()  # the data files read (generated data has none)
     validation: Optional[Split] = None  # held out from the training data (validation_split)
     memory: Optional[Split] = None  # the training points whose labels vote in predictions (neighbours)
+    vocabulary: Optional[list[str]] = None  # the word of each input feature (text8)
 
 
 def shuffled(split: Split, seed: int) -> Split:
@@ -122,4 +123,5 @@ def _text8_source(info, cfg: dict, t0: float) -> Source:
 
     print(f"data: text8, {len(corpus.ids):,} words, vocabulary {corpus.vocab_size:,}, {len(test):,} test samples "
           f"({time.perf_counter() - t0:.1f}s)", flush=True)
-    return Source("text8", corpus.vocab_size, corpus.vocab_size, test, make_stream, info.preset, (corpus_path,))
+    return Source("text8", corpus.vocab_size, corpus.vocab_size, test, make_stream, info.preset, (corpus_path,),
+                  vocabulary=corpus.words)

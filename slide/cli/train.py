@@ -180,8 +180,10 @@ def build_network(cfg: dict, source) -> Network:
                          f"(batch_active={getattr(lsh, 'batch_active', None)}), which train in mode {mode_of(lsh)!r}; "
                          "change one of them")
     options = {k: v for k, v in net_cfg.items() if k not in ("dense", "hidden", "mode")}
-    return Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
-                   threads=cfg.get("threads"), seed=cfg["seed"], **options)
+    net = Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
+                  threads=cfg.get("threads"), seed=cfg["seed"], **options)
+    net.vocabulary = getattr(source, "vocabulary", None)  # a text8 model's words travel with it
+    return net
 
 
 def _refuse_changes_on_resume(args: argparse.Namespace) -> None:

@@ -1,0 +1,143 @@
+"""Word vectors: the vocabulary a network's input features stand for, the cosine neighbours of a
+word, and the word2vec file format (text or binary, as word2vec.c writes them and gensim's
+`KeyedVectors.load_word2vec_format` reads them)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence, Union
+
+import numpy as np
+
+from .atomic_files import atomic_write
+from .paths import regular_file
+
+PathLike = Union[str, "os.PathLike[str]"]
+# Stored in the model file as the words' UTF-8 bytes, one word per line (words hold no whitespace).
+VOCABULARY_ARRAY = "vocabulary.utf8"
+
+
+def check_vocabulary(words: Sequence[str], size: int) -> list[str]:
+    """`words` as a list, if it names each of `size` input features once with a word the word2vec
+    format can hold (non-empty, no whitespace); ValueError naming the first bad word otherwise."""
+    if isinstance(words, (str, bytes)):
+        raise ValueError("vocabulary must be a sequence of words, not one string")
+    words = list(words)
+    if len(words) != size:
+        raise ValueError(f"vocabulary has {len(words):,} words; the network has {size:,} input features, one per word")
+    seen: dict[str, int] = {}
+    for i, w in enumerate(words):
+        if not isinstance(w, str) or not w or len(w.split()) != 1 or w.strip() != w:
+            raise ValueError(f"vocabulary word {i:,} is {w!r}: words must be non-empty strings without whitespace")
+        if w in seen:
+            raise ValueError(f"vocabulary word {i:,} ({w!r}) repeats word {seen[w]:,}")
+        seen[w] = i
+    return words
+
+
+def vocabulary_to_array(words: Sequence[str]) -> np.ndarray:
+    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
+
+
+def vocabulary_from_array(data: np.ndarray, size: int) -> list[str]:
+    try:
+        text = data.tobytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"the vocabulary is not UTF-8 text: {e}") from None
+    return check_vocabulary(text.split("\n") if text else [], size)
+
+
+def most_similar(vectors: np.ndarray, query: np.ndarray, topn: int, exclude: Sequence[int] = ()
+                 ) -> list[tuple[int, float]]:
+    """(row, cosine similarity) of the `topn` rows of `vectors` most similar to `query`, best first,
+    leaving out the rows in `exclude`; exact, over every row. Zero rows have similarity 0."""
+    norms = np.linalg.norm(vectors, axis=1)
+    q = np.asarray(query, dtype=np.float64)
+    qn = float(np.linalg.norm(q))
+    sims = (vectors @ q) / np.maximum(norms * qn, np.finfo(np.float32).tiny)
+    sims[list(exclude)] = -np.inf
+    topn = min(topn, len(sims) - len(set(exclude)))
+    if topn <= 0:
+        return []
+    top = np.argpartition(-sims, topn - 1)[:topn]
+    top = top[np.lexsort((top, -sims[top]))]  # best first, ties by row
+    return [(int(i), float(sims[i])) for i in top]
+
+
+def write_word2vec(path: PathLike, words: Sequence[str], vectors: np.ndarray, *, binary: bool = False) -> None:
+    """Write `vectors` (one float32 row per word) in the word2vec format, atomically: a header line
+    "<words> <dimension>", then per word "word v1 ... vd" (text, each value printed exactly enough
+    to read back the same float32) or "word " and d little-endian float32s and a newline (binary)."""
+    vectors = np.ascontiguousarray(vectors, dtype="<f4")
+    if vectors.ndim != 2 or vectors.shape[0] != len(words):
+        raise ValueError(f"{len(words):,} words need a ({len(words):,}, dimension) array, got {vectors.shape}")
+    header = f"{vectors.shape[0]} {vectors.shape[1]}\n".encode()
+
+    def write(f) -> None:
+        f.write(header)
+        block = 4096  # rows formatted per write: bounded memory for any vocabulary
+        for start in range(0, len(words), block):
+            rows = vectors[start:start + block]
+            if binary:
+                f.write(b"".join(w.encode("utf-8") + b" " + r.tobytes() + b"\n"
+                                 for w, r in zip(words[start:start + block], rows)))
+            else:
+                f.write("".join(w + " " + " ".join(map(_exact, r.tolist())) + "\n"
+                                for w, r in zip(words[start:start + block], rows)).encode("utf-8"))
+
+    atomic_write(Path(path), write)
+
+
+def _exact(x: float) -> str:
+    return f"{x:.9g}"  # nine significant digits read back as the same float32
+
+
+def read_word2vec(path: PathLike, *, binary: bool = False) -> tuple[list[str], np.ndarray]:
+    """(words, float32 vectors) from a word2vec file; ValueError naming the file and line (or word)
+    where it departs from the format."""
+    path = regular_file(path, "word2vec file")
+    with open(path, "rb") as f:
+        first = f.readline()
+        try:
+            count, dim = (int(v) for v in first.split())
+            if count < 0 or dim < 1:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{path}, line 1: expected the header '<words> <dimension>', got {first[:80]!r}") from None
+        words, vectors = [], np.empty((count, dim), np.float32)
+        for i in range(count):
+            if binary:
+                word = _read_binary_word(f, path, i)
+                raw = f.read(4 * dim)
+                if len(raw) != 4 * dim:
+                    raise ValueError(f"{path}: word {i + 1:,} ({word!r}) is cut short; expected {dim} float32s")
+                vectors[i] = np.frombuffer(raw, "<f4")
+            else:
+                line = f.readline()
+                parts = line.decode("utf-8", "replace").split()
+                if len(parts) != dim + 1:
+                    raise ValueError(f"{path}, line {i + 2:,}: expected a word and {dim} numbers, got "
+                                     f"{len(parts)} fields" + ("" if line else " (the file ends early)"))
+                word = parts[0]
+                try:
+                    vectors[i] = np.array(parts[1:], dtype=np.float32)
+                except ValueError:
+                    raise ValueError(f"{path}, line {i + 2:,}: a value of {word!r} is not a number") from None
+            words.append(word)
+    return words, vectors
+
+
+def _read_binary_word(f, path: Path, i: int) -> str:
+    chars = bytearray()
+    while True:
+        c = f.read(1)
+        if not c:
+            raise ValueError(f"{path}: the file ends before word {i + 1:,}")
+        if c == b" ":
+            break
+        if c != b"\n" or chars:  # the newline after the previous vector
+            chars += c
+        if len(chars) > 1 << 16:
+            raise ValueError(f"{path}: word {i + 1:,} runs past 64 KiB without a space; not a word2vec binary file")
+    return chars.decode("utf-8", "replace")
