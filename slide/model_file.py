@@ -231,3 +231,23 @@ def _read_into(f, target: np.ndarray, what: str) -> str:
     if f.read(1):
         raise ModelFileError(f"{what} holds more data than its shape; the file is corrupted")
     return f"{crc:08x}"
+
+
+def network_to_bytes(net: "Network") -> bytes:
+    """The model file's bytes (optimizer state included): what pickling a Network stores, so a
+    pickle holds the same checked, code-free format as a saved model."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.npz"
+        save_network(net, path, include_optimizer=True)
+        return path.read_bytes()
+
+
+def network_from_bytes(cls, data: bytes) -> "Network":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.npz"
+        path.write_bytes(data)
+        return load_network(cls, path)

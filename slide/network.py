@@ -776,6 +776,13 @@ class Network:
 
         save_network(self, path, include_optimizer=include_optimizer, extra=extra)
 
+    def __reduce__(self):
+        """Pickling (and copy.deepcopy, joblib) stores the model file's bytes: no engine pointers,
+        and unpickling runs the same checks as `load`."""
+        from .model_file import network_to_bytes
+
+        return _network_from_bytes, (type(self), network_to_bytes(self))
+
     @classmethod
     def load(cls, path: "os.PathLike[str] | str", *, threads: Optional[int] = None) -> "Network":
         """Load a model written by `save`; predictions are identical to the saved model's."""
@@ -791,6 +798,12 @@ class Network:
     def table_stats(self) -> dict[str, Any]:
         """Counters of the optimizer and of every sampled layer's LSH maintenance."""
         return self._core.counters()
+
+
+def _network_from_bytes(cls, data: bytes) -> "Network":
+    from .model_file import network_from_bytes
+
+    return network_from_bytes(cls, data)
 
 
 def _hold_out(data: TrainingData, share: float, seed: int) -> tuple[TrainingData, tuple]:

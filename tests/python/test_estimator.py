@@ -1,0 +1,96 @@
+"""slide.estimator.SlideClassifier in the scikit-learn ecosystem: scikit-learn's own estimator
+checks, clone and grid search, pickling through the model file format, class labels of any type,
+multi-label ranking, and the settings picked from the data's shape."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+sklearn = pytest.importorskip("sklearn")  # in the test extra: never skipped in CI
+from sklearn.base import clone  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import MaxAbsScaler  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from slide.datasets import make_train_test  # noqa: E402
+from slide.estimator import SlideClassifier  # noqa: E402
+
+
+@parametrize_with_checks([SlideClassifier(threads=1)])
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def _blobs(n=300, classes=("cat", "dog", "eel"), seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(len(classes), 20)) * 3
+    y = rng.integers(0, len(classes), n)
+    X = centres[y] + rng.normal(size=(n, 20))
+    return X, np.array(classes)[y]
+
+
+def test_string_classes_are_learned_and_returned():
+    X, y = _blobs()
+    clf = SlideClassifier(threads=1, epochs=10).fit(X[:200], y[:200])
+    assert list(clf.classes_) == ["cat", "dog", "eel"]
+    assert clf.predict(X[200:]).dtype == y.dtype
+    assert clf.score(X[200:], y[200:]) > 0.9
+    proba = clf.predict_proba(X[200:])
+    assert proba.shape == (100, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X[200:]))
+    assert clf.n_features_in_ == 20
+
+
+def test_settings_come_from_the_shape_unless_given():
+    X, y = _blobs(n=60)
+    picked = SlideClassifier(threads=1, epochs=1).fit(X, y).network_
+    assert picked.mode == "dense" and picked.hidden == (1024,) and picked.input_norm == "l2"  # small output preset
+    given = SlideClassifier(threads=1, epochs=1, hidden=[32], mode="batch", learning_rate=0.01,
+                            neighbours=0).fit(X, y).network_
+    assert given.mode == "batch" and given.hidden == (32,) and given.learning_rate == 0.01 and given.neighbours == 0
+    with pytest.raises(ValueError, match="mode must be one of"):
+        SlideClassifier(mode="fast").fit(X, y)
+
+
+def test_clone_grid_search_and_pipeline():
+    X, y = _blobs(n=150)
+    clf = SlideClassifier(threads=1, epochs=3, hidden=[16])
+    assert clone(clf).get_params() == clf.get_params()
+    search = GridSearchCV(clf, {"learning_rate": [1e-3, 1e-2]}, cv=2).fit(X, y)
+    assert search.best_params_["learning_rate"] in (1e-3, 1e-2)
+    pipe = make_pipeline(MaxAbsScaler(), SlideClassifier(threads=1, epochs=3)).fit(sp.csr_matrix(X), y)
+    assert pipe.score(sp.csr_matrix(X), y) > 0.9
+
+
+def test_pickling_keeps_every_prediction(tmp_path):
+    joblib = pytest.importorskip("joblib")
+    X, y = _blobs(n=120)
+    clf = SlideClassifier(threads=1, epochs=3).fit(X, y)
+    back = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
+    joblib.dump(clf, tmp_path / "clf.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "clf.joblib").predict(X), clf.predict(X))
+    # the pickle holds the checked model file: damaged bytes are refused, not loaded
+    data = bytearray(pickle.dumps(clf.network_))
+    data[len(data) // 2] ^= 0xFF
+    with pytest.raises(ValueError, match="corrupted|truncated|checksum"):
+        pickle.loads(bytes(data))
+
+
+def test_multi_label_is_top_k_ranking():
+    train, test = make_train_test(800, 200, 300, 40, seed=1, avg_nnz=15, avg_labels=3)
+    Y = train.Y.toarray().astype(int)  # what MultiLabelBinarizer gives
+    clf = SlideClassifier(threads=1, epochs=10, top_k=3).fit(train.X, Y)
+    pred = clf.predict(test.X)
+    assert sp.issparse(pred) and pred.shape == (200, 40)
+    assert (pred.getnnz(axis=1) == 3).all()
+    top1 = clf.network_.predict(test.X, k=1)[0][:, 0]
+    p_at_1 = np.mean(test.Y.toarray()[np.arange(200), top1] > 0)
+    assert clf.score(test.X, test.Y) == pytest.approx(p_at_1)
+    assert p_at_1 > 0.5
+    with pytest.raises(ValueError, match="indicator"):
+        SlideClassifier(threads=1).fit(train.X, np.where(Y > 0, 2.5, 0.0))
