@@ -40,17 +40,12 @@ def load(data_dir: Path, name: str):
 
 
 def run_slide(train, test, threads: int, seed: int):
-    import slide
-    from slide.shape_defaults import preset_for_shape
+    from .default_network import default_network
 
-    preset, why = preset_for_shape(train.X.shape[1], train.Y.shape[1])
-    net = slide.Network(train.X.shape[1], train.Y.shape[1], hidden=preset["hidden"],
-                        lsh=None if preset.get("dense") else slide.LSHConfig(**preset["lsh"]),
-                        learning_rate=preset["learning_rate"], lr_schedule=preset.get("lr_schedule", "constant"),
-                        input_norm=preset.get("input_norm", "none"), input_dropout=preset.get("input_dropout", 0.0),
-                        threads=threads, seed=seed)
+    net, cfg, why = default_network(train.X.shape[1], train.Y.shape[1], threads, seed)
     t0 = time.perf_counter()
-    net.fit(train.X, train.Y, epochs=preset["epochs"], batch_size=preset["batch_size"], progress=False)
+    net.fit(train.X, train.Y, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+            validation_split=cfg.get("validation_split") or 0.0, progress=False)
     seconds = time.perf_counter() - t0
     ids, _ = net.predict(test.X, k=5)
     return ids, seconds, {"settings": why}
