@@ -92,5 +92,7 @@ def test_multi_label_is_top_k_ranking():
     p_at_1 = np.mean(test.Y.toarray()[np.arange(200), top1] > 0)
     assert clf.score(test.X, test.Y) == pytest.approx(p_at_1)
     assert p_at_1 > 0.5
+    sparse_fit = SlideClassifier(threads=1, epochs=10, top_k=3).fit(train.X, train.Y)  # a sparse indicator too
+    np.testing.assert_array_equal(sparse_fit.predict(test.X).toarray(), pred.toarray())
     with pytest.raises(ValueError, match="indicator"):
         SlideClassifier(threads=1).fit(train.X, np.where(Y > 0, 2.5, 0.0))
