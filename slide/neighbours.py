@@ -21,6 +21,7 @@ datasets (benches/neighbours.py). The search is exact (sparse products in bounde
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -48,22 +49,30 @@ class NeighbourMemory:
     def __len__(self) -> int:
         return self.points.shape[0]
 
-    def votes(self, X: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    def votes(self, X: sp.csr_matrix, k: int, threads: int = 1) -> sp.csr_matrix:
         """(queries, labels) CSR: each label's vote, the similarity of the k nearest training
-        points that carry it, summed, over k."""
+        points that carry it, summed, over k. Blocks of queries are searched on `threads`
+        threads (scipy's sparse products and NumPy's selection release the GIL)."""
         Q = unit_rows(X)
         n = len(self)
         k = min(int(k), n)
         if k == 0 or Q.shape[0] == 0:
             return sp.csr_matrix((Q.shape[0], self.labels.shape[1]), dtype=np.float32)
-        block = max(1, _BLOCK_CELLS // max(n, 1))
-        parts = []
-        for s in range(0, Q.shape[0], block):
+        block = max(1, _BLOCK_CELLS // max(n, 1) // max(threads, 1))  # the same bound on memory in all
+
+        def vote_block(s: int) -> sp.csr_matrix:
             S = (Q[s:s + block] @ self._by_feature).toarray()
             near = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (S.shape[0], 1))
             sim = np.maximum(np.take_along_axis(S, near, axis=1), 0.0)
             weights = sp.csr_matrix((sim.ravel(), near.ravel(), np.arange(0, sim.size + 1, k)), shape=S.shape)
-            parts.append(weights @ self.labels)
+            return weights @ self.labels
+
+        starts = range(0, Q.shape[0], block)
+        if threads > 1 and len(starts) > 1:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                parts = list(pool.map(vote_block, starts))  # in order: rows stay where they were
+        else:
+            parts = [vote_block(s) for s in starts]
         V = sp.vstack(parts).tocsr() if len(parts) > 1 else parts[0].tocsr()
         V.eliminate_zeros()
         V.data /= np.float32(k)

@@ -608,7 +608,7 @@ class Network:
             ids, logits, log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, True, True)
         else:  # LSH inference has no exact normaliser
             (ids, logits), log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, False), None
-        votes = self.memory.votes(X, self.neighbours)
+        votes = self.memory.votes(X, self.neighbours, self.threads)
         hidden = self._core.hidden(X.indptr, X.indices, X.data)
         state = self._core.state()
         W, b = state[f"layers.{len(self.hidden) - 1}.weight"], state[f"layers.{len(self.hidden) - 1}.bias"]

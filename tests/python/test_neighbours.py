@@ -55,6 +55,17 @@ def test_votes_equal_brute_force(problem):
         np.testing.assert_allclose(got, brute_votes(train.X, train.Y, test.X, k), atol=1e-5)
 
 
+def test_votes_are_the_same_on_any_number_of_threads_and_blocks(problem, monkeypatch):
+    import slide.neighbours
+
+    train, test = problem
+    monkeypatch.setattr(slide.neighbours, "_BLOCK_CELLS", 1200 * 21)  # 21 queries a block, 7 with 3 threads
+    memory = NeighbourMemory(train.X, train.Y)
+    one, three = memory.votes(test.X, 10, threads=1), memory.votes(test.X, 10, threads=3)
+    assert one.shape == three.shape and (one != three).nnz == 0
+    np.testing.assert_allclose(three.toarray(), brute_votes(train.X, train.Y, test.X, 10), atol=1e-5)
+
+
 def test_votes_with_k_above_the_memory_use_every_point(problem):
     train, test = problem
     memory = NeighbourMemory(train.X[:3], train.Y[:3])
