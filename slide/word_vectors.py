@@ -14,8 +14,12 @@ from .atomic_files import atomic_write
 from .paths import regular_file
 
 PathLike = Union[str, "os.PathLike[str]"]
-# Stored in the model file as the words' UTF-8 bytes, one word per line (words hold no whitespace).
+# Stored in the model file as the words' UTF-8 bytes, one word per line.
 VOCABULARY_ARRAY = "vocabulary.utf8"
+# What separates words in a corpus (slide's tokenizer) and in the word2vec format, so no word has it.
+SEPARATORS = frozenset(" \n\r\t")
+# Bytes that are not UTF-8 (a corpus may hold some) travel as lone surrogates and back unchanged.
+_BYTES = "surrogateescape"
 
 
 def check_vocabulary(words: Sequence[str], size: int) -> list[str]:
@@ -28,8 +32,9 @@ def check_vocabulary(words: Sequence[str], size: int) -> list[str]:
         raise ValueError(f"vocabulary has {len(words):,} words; the network has {size:,} input features, one per word")
     seen: dict[str, int] = {}
     for i, w in enumerate(words):
-        if not isinstance(w, str) or not w or len(w.split()) != 1 or w.strip() != w:
-            raise ValueError(f"vocabulary word {i:,} is {w!r}: words must be non-empty strings without whitespace")
+        if not isinstance(w, str) or not w or not SEPARATORS.isdisjoint(w):
+            raise ValueError(f"vocabulary word {i:,} is {w!r}: words must be non-empty strings without spaces, "
+                             "tabs or line breaks")
         if w in seen:
             raise ValueError(f"vocabulary word {i:,} ({w!r}) repeats word {seen[w]:,}")
         seen[w] = i
@@ -37,14 +42,11 @@ def check_vocabulary(words: Sequence[str], size: int) -> list[str]:
 
 
 def vocabulary_to_array(words: Sequence[str]) -> np.ndarray:
-    return np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8)
+    return np.frombuffer("\n".join(words).encode("utf-8", _BYTES), dtype=np.uint8)
 
 
 def vocabulary_from_array(data: np.ndarray, size: int) -> list[str]:
-    try:
-        text = data.tobytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"the vocabulary is not UTF-8 text: {e}") from None
+    text = data.tobytes().decode("utf-8", _BYTES)
     return check_vocabulary(text.split("\n") if text else [], size)
 
 
@@ -80,11 +82,11 @@ def write_word2vec(path: PathLike, words: Sequence[str], vectors: np.ndarray, *,
         for start in range(0, len(words), block):
             rows = vectors[start:start + block]
             if binary:
-                f.write(b"".join(w.encode("utf-8") + b" " + r.tobytes() + b"\n"
+                f.write(b"".join(w.encode("utf-8", _BYTES) + b" " + r.tobytes() + b"\n"
                                  for w, r in zip(words[start:start + block], rows)))
             else:
                 f.write("".join(w + " " + " ".join(map(_exact, r.tolist())) + "\n"
-                                for w, r in zip(words[start:start + block], rows)).encode("utf-8"))
+                                for w, r in zip(words[start:start + block], rows)).encode("utf-8", _BYTES))
 
     atomic_write(Path(path), write)
 
@@ -115,7 +117,7 @@ def read_word2vec(path: PathLike, *, binary: bool = False) -> tuple[list[str], n
                 vectors[i] = np.frombuffer(raw, "<f4")
             else:
                 line = f.readline()
-                parts = line.decode("utf-8", "replace").split()
+                parts = line.decode("utf-8", _BYTES).rstrip("\r\n").rstrip(" ").split(" ")
                 if len(parts) != dim + 1:
                     raise ValueError(f"{path}, line {i + 2:,}: expected a word and {dim} numbers, got "
                                      f"{len(parts)} fields" + ("" if line else " (the file ends early)"))
@@ -140,4 +142,4 @@ def _read_binary_word(f, path: Path, i: int) -> str:
             chars += c
         if len(chars) > 1 << 16:
             raise ValueError(f"{path}: word {i + 1:,} runs past 64 KiB without a space; not a word2vec binary file")
-    return chars.decode("utf-8", "replace")
+    return chars.decode("utf-8", _BYTES)

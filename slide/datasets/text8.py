@@ -92,7 +92,8 @@ def load_text8(path: PathLike, *, min_count: int = 1, max_vocab: int = 0, window
                   "counts": np.asarray(d["counts"]), "ids": np.asarray(d["ids"])}
         if cache:
             store_cached(path, kind, None, arrays)
-    words = [w.decode("utf-8", "replace") for w in arrays["words"].tolist()]
+    # bytes that are not UTF-8 stay distinct (lone surrogates), so two such words never merge
+    words = [w.decode("utf-8", "surrogateescape") for w in arrays["words"].tolist()]
     ids = np.ascontiguousarray(arrays["ids"], dtype=np.int32)
     if len(words) == 0 or len(ids) < 2:
         raise ValueError(f"{path}: the corpus has too few words to train on (vocabulary {len(words)}, {len(ids)} words)")

@@ -15,7 +15,8 @@ import slide
 from slide.model_file import ModelFileError
 from slide.word_vectors import read_word2vec, write_word2vec
 
-WORDS = [f"w{i}" for i in range(40)] + ["naïve", "déjà", "x"]
+# a no-break space and a byte that is not UTF-8 (as a corpus may hold) are parts of words, not separators
+WORDS = [f"w{i}" for i in range(40)] + ["naïve", "déjà", "x", "a\xa0b", b"caf\xe9".decode("utf-8", "surrogateescape")]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,8 @@ def test_the_vocabulary_names_each_input_feature_once():
     assert net.vocabulary is None
     for bad, message in ((["a", "b"], "2 words; the network has 3 input features"),
                          (["a", "b", "a"], r"word 2 \('a'\) repeats word 0"),
-                         (["a", "b c", "d"], "word 1 is 'b c': words must be non-empty strings without whitespace"),
+                         (["a", "b c", "d"], "word 1 is 'b c': words must be non-empty strings without spaces"),
+                         (["a", "b\tc", "d"], "word 1"), (["a", "b\r", "d"], "word 1"),
                          (["a", "", "d"], "word 1 is ''"), (["a", "b\n", "d"], "word 1"),
                          (["a", 7, "d"], "word 1 is 7"), ("abc", "not one string")):
         with pytest.raises(ValueError, match=message):
@@ -78,6 +80,7 @@ def test_word2vec_files_read_back_exactly(net, tmp_path, binary):
     words, vectors = read_word2vec(path, binary=binary)
     assert words == WORDS
     np.testing.assert_array_equal(vectors, net.embeddings())  # text holds each float32 exactly too
+    assert b"caf\xe9 " in path.read_bytes()  # the corpus's own bytes, not a replacement character
     assert path.read_bytes().startswith(f"{len(WORDS)} 12\n".encode())
 
 
@@ -86,7 +89,7 @@ def test_gensim_reads_the_same_vectors_and_neighbours(net, tmp_path, binary):
     KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors  # in the test extra: never skipped in CI
     path = tmp_path / "vectors"
     net.save_word2vec(path, binary=binary)
-    kv = KeyedVectors.load_word2vec_format(str(path), binary=binary)
+    kv = KeyedVectors.load_word2vec_format(str(path), binary=binary, unicode_errors="surrogateescape")
     assert list(kv.index_to_key) == WORDS
     np.testing.assert_array_equal(kv.vectors, net.embeddings())
     for word in ("w5", "naïve"):
@@ -140,15 +143,17 @@ def _slide(*args, cwd):
 def test_slide_export_writes_a_text8_runs_word_vectors(tmp_path):
     rng = np.random.default_rng(0)
     (tmp_path / "data" / "text8").mkdir(parents=True)
-    words = [f"w{i}" for i in range(150)]
-    (tmp_path / "data" / "text8" / "text8").write_text(
-        " ".join(words[i] for i in np.minimum(rng.zipf(1.4, 12_000), 150) - 1) + "\n")
+    words = [f"w{i}".encode() for i in range(148)] + ["x\xa0y".encode(), b"caf\xe9"]  # not UTF-8: still a word
+    (tmp_path / "data" / "text8" / "text8").write_bytes(
+        b" ".join(words[i] for i in np.minimum(rng.zipf(1.2, 12_000), 150) - 1) + b"\n")
+    words = [w.decode("utf-8", "surrogateescape") for w in words]
     run = tmp_path / "run"
     r = _slide("train", "--dataset", "text8", "--data-dir", tmp_path / "data", "--epochs", "1", "--quiet",
                "--threads", "2", "--out", run, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     net = slide.Network.load(run / "model.npz")
     assert net.vocabulary is not None and set(net.vocabulary) <= set(words)
+    assert {"x\xa0y", words[-1]} <= set(net.vocabulary)
     for binary in (False, True):
         out = tmp_path / f"vectors-{binary}.txt"
         r = _slide("export", run, "--out", out, *(["--binary"] if binary else []), cwd=tmp_path)
