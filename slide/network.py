@@ -120,7 +120,7 @@ class History:
         return len(self.epochs)
 
 
-class Network:
+class Network(word_vectors.WordVectorLookup):
     """A network for extreme classification trained with LSH-sampled softmax (SLIDE).
 
     Args:
@@ -251,8 +251,7 @@ class Network:
         self.precision = precision
         self.neighbours, self.neighbour_weight = int(neighbours), float(neighbour_weight)
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
-        self._vocabulary: Optional[list[str]] = None  # the words the input features stand for
-        self._word_ids: Optional[dict[str, int]] = None
+        self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = int(threads), int(seed)
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
@@ -708,54 +707,16 @@ class Network:
     def vocabulary(self) -> Optional[list[str]]:
         """The word each input feature stands for (feature i is ``vocabulary[i]``), or None. `slide
         train --dataset text8` sets it; set it yourself for a model trained on your own one-hot
-        words. Saved in the model file; the word-vector methods below need it."""
+        words. Saved in the model file; the word-vector methods (`get_word_vector`, `most_similar`,
+        `save_word2vec`, from `slide.word_vectors.WordVectorLookup`) need it."""
         return None if self._vocabulary is None else list(self._vocabulary)
 
     @vocabulary.setter
     def vocabulary(self, words: Optional[Sequence[str]]) -> None:
-        self._vocabulary = None if words is None else word_vectors.check_vocabulary(words, self.input_dim)
-        self._word_ids = None if words is None else {w: i for i, w in enumerate(self._vocabulary)}
+        self._set_vocabulary(None if words is None else word_vectors.check_vocabulary(words, self.input_dim))
 
-    def _need_vocabulary(self) -> list[str]:
-        if self._vocabulary is None:
-            raise ValueError("this network has no vocabulary (set net.vocabulary to the word of each input feature)")
-        return self._vocabulary
-
-    def _word_id(self, word: str) -> int:
-        self._need_vocabulary()
-        try:
-            return self._word_ids[word]
-        except (KeyError, TypeError):
-            raise KeyError(f"{word!r} is not in the vocabulary ({len(self._vocabulary):,} words)") from None
-
-    def get_word_vector(self, word: str) -> np.ndarray:
-        """The input embedding of `word` (a copy; hidden[0] floats). KeyError for a word outside
-        the vocabulary."""
-        return np.array(self.weights()["input.weight"][self._word_id(word)], copy=True)
-
-    def most_similar(self, word: Union[str, np.ndarray], topn: int = 10) -> list[tuple[str, float]]:
-        """The `topn` vocabulary words whose input embeddings have the highest cosine similarity to
-        `word`'s (leaving the word itself out) or to a vector, best first, as (word, similarity):
-        exact, over the whole vocabulary, as gensim's ``KeyedVectors.most_similar`` ranks them."""
-        _check_int("topn", topn, 1)
-        vectors = self.weights()["input.weight"]
-        if isinstance(word, str):
-            exclude = [self._word_id(word)]
-            query = vectors[exclude[0]]
-        else:
-            self._need_vocabulary()
-            query = np.asarray(word, dtype=np.float32)
-            if query.shape != (vectors.shape[1],):
-                raise ValueError(f"a query vector must have {vectors.shape[1]} values, got shape {query.shape}")
-            exclude = []
-        words = self._need_vocabulary()
-        return [(words[i], s) for i, s in word_vectors.most_similar(vectors, query, topn, exclude)]
-
-    def save_word2vec(self, path: "os.PathLike[str] | str", *, binary: bool = False) -> None:
-        """Write the input embeddings with the vocabulary in the word2vec format, atomically: text by
-        default, word2vec.c's binary with ``binary=True``; gensim reads either with
-        ``KeyedVectors.load_word2vec_format(path, binary=...)``."""
-        word_vectors.write_word2vec(path, self._need_vocabulary(), self.weights()["input.weight"], binary=binary)
+    def _word_matrix(self) -> np.ndarray:
+        return self.weights()["input.weight"]
 
     @_one_call_at_a_time
     def loss(self, X, Y: LabelsLike) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -143,3 +143,59 @@ def _read_binary_word(f, path: Path, i: int) -> str:
         if len(chars) > 1 << 16:
             raise ValueError(f"{path}: word {i + 1:,} runs past 64 KiB without a space; not a word2vec binary file")
     return chars.decode("utf-8", _BYTES)
+
+
+class WordVectorLookup:
+    """Word-vector lookups for a model whose `_word_matrix()` has one row per vocabulary word:
+    `get_word_vector`, `most_similar` and `save_word2vec`. The model calls `_set_vocabulary`."""
+
+    _vocabulary: Optional[list[str]]
+    _word_ids: Optional[dict[str, int]]
+
+    def _word_matrix(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _set_vocabulary(self, words: Optional[list[str]]) -> None:
+        self._vocabulary = words
+        self._word_ids = None if words is None else {w: i for i, w in enumerate(words)}
+
+    def _need_vocabulary(self) -> list[str]:
+        if self._vocabulary is None:
+            raise ValueError("this network has no vocabulary (set net.vocabulary to the word of each input feature)")
+        return self._vocabulary
+
+    def _word_id(self, word: str) -> int:
+        self._need_vocabulary()
+        try:
+            return self._word_ids[word]
+        except (KeyError, TypeError):
+            raise KeyError(f"{word!r} is not in the vocabulary ({len(self._vocabulary):,} words)") from None
+
+    def get_word_vector(self, word: str) -> np.ndarray:
+        """The vector of `word` (a copy). KeyError for a word outside the vocabulary."""
+        return np.array(self._word_matrix()[self._word_id(word)], copy=True)
+
+    def most_similar(self, word: Union[str, np.ndarray], topn: int = 10) -> list[tuple[str, float]]:
+        """The `topn` vocabulary words whose vectors have the highest cosine similarity to
+        `word`'s (leaving the word itself out) or to a vector, best first, as (word, similarity):
+        exact, over the whole vocabulary, as gensim's ``KeyedVectors.most_similar`` ranks them."""
+        if isinstance(topn, bool) or not isinstance(topn, (int, np.integer)) or topn < 1:
+            raise ValueError(f"topn must be >= 1, got {topn!r}")
+        vectors = self._word_matrix()
+        if isinstance(word, str):
+            exclude = [self._word_id(word)]
+            query = vectors[exclude[0]]
+        else:
+            self._need_vocabulary()
+            query = np.asarray(word, dtype=np.float32)
+            if query.shape != (vectors.shape[1],):
+                raise ValueError(f"a query vector must have {vectors.shape[1]} values, got shape {query.shape}")
+            exclude = []
+        words = self._need_vocabulary()
+        return [(words[i], s) for i, s in most_similar(vectors, query, int(topn), exclude)]
+
+    def save_word2vec(self, path: PathLike, *, binary: bool = False) -> None:
+        """Write the word vectors with the vocabulary in the word2vec format, atomically: text by
+        default, word2vec.c's binary with ``binary=True``; gensim reads either with
+        ``KeyedVectors.load_word2vec_format(path, binary=...)``."""
+        write_word2vec(path, self._need_vocabulary(), self._word_matrix(), binary=binary)
