@@ -10,10 +10,11 @@ from ._version import __version__
 from .config import LSHConfig
 from .modes import MODES
 from .network import History, Network, TrainingDiverged
+from .skipgram import SkipGram
 
 if _os.environ.get("SLIDE_SIMD", "") not in ("", "scalar", "avx2", "avx512", "avx512_bf16"):
     _warnings.warn(f"SLIDE_SIMD={_os.environ['SLIDE_SIMD']!r} is not one of scalar, avx2, avx512, avx512_bf16; "
                    f"using the best level this CPU supports ({simd_level()})", RuntimeWarning, stacklevel=2)
 
-__all__ = ["Network", "LSHConfig", "MODES", "History", "TrainingDiverged", "datasets", "metrics", "optimizers", "simd_level",
+__all__ = ["Network", "SkipGram", "LSHConfig", "MODES", "History", "TrainingDiverged", "datasets", "metrics", "optimizers", "simd_level",
            "available_simd_levels", "__version__"]

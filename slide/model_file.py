@@ -87,6 +87,9 @@ def read_header(path: PathLike) -> dict:
     try:
         with zipfile.ZipFile(path) as zf:
             if _HEADER + ".npy" not in zf.namelist():
+                if "header.npy" in zf.namelist() and "word_vectors.npy" in zf.namelist():
+                    raise ModelFileError(f"{path} holds skip-gram word vectors, not a network: `slide export` "
+                                         "writes them out, slide.SkipGram.load reads them")
                 raise ModelFileError(f"{path} is not a slide model file (no header)")
             with zf.open(_HEADER + ".npy") as f:
                 raw = _read_header_bytes(f, f"{path}: the header")

@@ -171,8 +171,12 @@ LSH = _table(
             "schedule is ~1.1)", 1, default=1.0),
 )
 
-# Keys of run.toml's [text8] table: how the corpus becomes samples (slide.datasets.load_text8).
+# Keys of run.toml's [text8] table: how the corpus becomes samples (slide.datasets.load_text8) and
+# which objective trains on them.
 TEXT8 = _table(
+    Setting("objective", "str", "skipgram: word vectors by skip-gram with negative sampling (slide.SkipGram, "
+            "the [skipgram] table); softmax: SLIDE's network, the context words as labels of a softmax over the "
+            "vocabulary (the [network] and [lsh] tables)", choices=("skipgram", "softmax")),
     Setting("min_count", "int", "drop words seen fewer times", 1),
     Setting("max_vocab", "int", "keep at most this many words (0 = all)", 0),
     Setting("window", "int", "maximum distance of a context word", 1, 1000),
@@ -180,8 +184,17 @@ TEXT8 = _table(
     Setting("test_fraction", "float", "share of the corpus held out for evaluation", 0, 0.99),
 )
 
+# Keys of run.toml's [skipgram] table: slide.SkipGram's settings (window and subsample are [text8]'s).
+SKIPGRAM = _table(
+    Setting("dim", "int", "word vector size", 1, MAX_DIM, default=200),
+    Setting("negatives", "int", "words drawn from unigram^0.75 per (context, centre) pair", 0, 1000, default=5),
+    Setting("learning_rate", "float", "SGD rate at the start; it falls linearly over the run (word2vec's 0.025 "
+            "suits billions of words; 0.05 measured better on a text8 prefix)", 0, default=0.05, above=True),
+    Setting("min_learning_rate", "float", "SGD rate at the end of the run", 0, default=1e-4),
+)
+
 # Tables run.toml may hold besides the keys above, and what each one holds.
-SECTIONS = {"network": NETWORK, "lsh": LSH, "text8": TEXT8}
+SECTIONS = {"network": NETWORK, "lsh": LSH, "text8": TEXT8, "skipgram": SKIPGRAM}
 TABLES = tuple(SECTIONS)
 
 

@@ -29,7 +29,8 @@ def check_vocabulary(words: Sequence[str], size: int) -> list[str]:
         raise ValueError("vocabulary must be a sequence of words, not one string")
     words = list(words)
     if len(words) != size:
-        raise ValueError(f"vocabulary has {len(words):,} words; the network has {size:,} input features, one per word")
+        raise ValueError(f"vocabulary has {len(words):,} words for {size:,} word ids (a network's input features, "
+                         "a skip-gram model's counts): one word each")
     seen: dict[str, int] = {}
     for i, w in enumerate(words):
         if not isinstance(w, str) or not w or not SEPARATORS.isdisjoint(w):
@@ -170,6 +171,11 @@ class WordVectorLookup:
             return self._word_ids[word]
         except (KeyError, TypeError):
             raise KeyError(f"{word!r} is not in the vocabulary ({len(self._vocabulary):,} words)") from None
+
+    @property
+    def vector_size(self) -> int:
+        """The number of values in each word vector."""
+        return int(self._word_matrix().shape[1])
 
     def get_word_vector(self, word: str) -> np.ndarray:
         """The vector of `word` (a copy). KeyError for a word outside the vocabulary."""

@@ -12,6 +12,7 @@ void bind_network(py::module_& m);
 void bind_simd(py::module_& m);
 void bind_lsh(py::module_& m);
 void bind_data(py::module_& m);
+void bind_skipgram(py::module_& m);
 void bind_testing(py::module_& m);
 
 }  // namespace slide::python

@@ -14,7 +14,7 @@ from slide import _core
 from slide.cli import build_parser
 from slide.cli.train import apply_preset, resolve_config
 from slide.modes import DEFAULT_MODE, MODES, mode_of
-from slide.settings import LSH, NETWORK, RUN, TEXT8, defaults, markdown_table, parse_assignment
+from slide.settings import LSH, NETWORK, RUN, SKIPGRAM, TEXT8, defaults, markdown_table, parse_assignment
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -56,6 +56,16 @@ def test_the_network_constructor_defaults_are_the_tables():
         assert (list(got) if isinstance(got, tuple) else got) == default, name
 
 
+def test_the_skipgram_constructor_defaults_are_the_tables_and_the_text8_presets():
+    from slide.datasets.registry import DATASETS
+
+    params = inspect.signature(slide.SkipGram).parameters
+    for name, default in defaults(SKIPGRAM).items():
+        assert params[name].default == default, name
+    for name in ("window", "subsample"):
+        assert params[name].default == DATASETS["text8"].preset["text8"][name], name
+
+
 def test_an_unconfigured_network_trains_in_the_default_mode():
     net = slide.Network(30, 40, hidden=8, threads=1)
     assert DEFAULT_MODE == "batch" and net.mode == DEFAULT_MODE
@@ -87,7 +97,8 @@ def test_lsh_config_checks_the_tables_ranges_and_choices():
         slide.LSHConfig(bucket_policy="lru")
 
 
-@pytest.mark.parametrize("section, table", [("", RUN), ("network", NETWORK), ("lsh", LSH)])
+@pytest.mark.parametrize("section, table", [("", RUN), ("network", NETWORK), ("lsh", LSH), ("text8", TEXT8),
+                                            ("skipgram", SKIPGRAM)])
 def test_the_readme_tables_are_rendered_from_the_table(section, table):
     assert markdown_table(table, section) in README.read_text(), \
         f"README's {section or 'run'} settings table is stale: paste `python -m slide.settings` into it"

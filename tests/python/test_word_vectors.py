@@ -1,10 +1,7 @@
 """Word vectors: the vocabulary a network carries (checked, saved, refused when damaged), the
-vector and cosine-neighbour lookups against a NumPy oracle, the word2vec format (text and binary)
-read back exactly by slide and by gensim, and `slide export` on a text8 run."""
+vector and cosine-neighbour lookups against a NumPy oracle, and the word2vec format (text and
+binary) read back exactly by slide and by gensim. `slide export` is in test_cli_text8.py."""
 
-import os
-import subprocess
-import sys
 import zipfile
 
 import numpy as np
@@ -34,7 +31,7 @@ def net():
 def test_the_vocabulary_names_each_input_feature_once():
     net = slide.Network(3, 5, hidden=(4,), lsh=None, threads=1)
     assert net.vocabulary is None
-    for bad, message in ((["a", "b"], "2 words; the network has 3 input features"),
+    for bad, message in ((["a", "b"], "2 words for 3 word ids"),
                          (["a", "b", "a"], r"word 2 \('a'\) repeats word 0"),
                          (["a", "b c", "d"], "word 1 is 'b c': words must be non-empty strings without spaces"),
                          (["a", "b\tc", "d"], "word 1"), (["a", "b\r", "d"], "word 1"),
@@ -133,39 +130,3 @@ def test_the_vocabulary_travels_in_the_model_file(net, tmp_path):
             dst.writestr(item, data)
     with pytest.raises(ModelFileError, match="'vocabulary.utf8' fails its checksum"):
         slide.Network.load(damaged)
-
-
-def _slide(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "slide", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
-
-
-def test_slide_export_writes_a_text8_runs_word_vectors(tmp_path):
-    rng = np.random.default_rng(0)
-    (tmp_path / "data" / "text8").mkdir(parents=True)
-    words = [f"w{i}".encode() for i in range(148)] + ["x\xa0y".encode(), b"caf\xe9"]  # not UTF-8: still a word
-    (tmp_path / "data" / "text8" / "text8").write_bytes(
-        b" ".join(words[i] for i in np.minimum(rng.zipf(1.2, 12_000), 150) - 1) + b"\n")
-    words = [w.decode("utf-8", "surrogateescape") for w in words]
-    run = tmp_path / "run"
-    r = _slide("train", "--dataset", "text8", "--data-dir", tmp_path / "data", "--epochs", "1", "--quiet",
-               "--threads", "2", "--out", run, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    net = slide.Network.load(run / "model.npz")
-    assert net.vocabulary is not None and set(net.vocabulary) <= set(words)
-    assert {"x\xa0y", words[-1]} <= set(net.vocabulary)
-    for binary in (False, True):
-        out = tmp_path / f"vectors-{binary}.txt"
-        r = _slide("export", run, "--out", out, *(["--binary"] if binary else []), cwd=tmp_path)
-        assert r.returncode == 0, r.stderr
-        assert f"wrote {net.input_dim:,} word vectors of 128 dimensions" in r.stdout
-        got_words, vectors = read_word2vec(out, binary=binary)
-        assert got_words == net.vocabulary
-        np.testing.assert_array_equal(vectors, net.embeddings())
-    r = _slide("export", run, "--out", run / "model.npz", cwd=tmp_path)
-    assert r.returncode == 2 and "it is the model file" in r.stderr
-    xc = slide.Network(5, 5, hidden=(4,), lsh=None, threads=1)
-    xc.save(tmp_path / "xc.npz")
-    r = _slide("export", tmp_path / "xc.npz", "--out", tmp_path / "v.txt", cwd=tmp_path)
-    assert r.returncode == 2 and "has no vocabulary" in r.stderr and "Traceback" not in r.stderr
-    assert not (tmp_path / "v.txt").exists()
