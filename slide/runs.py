@@ -167,7 +167,7 @@ def _saved_position(header: dict) -> Position:
     return Position(**{"metrics_bytes": None, **header["extra"]["position"]})
 
 
-def _append_metrics(run_dir: Path, record: dict) -> None:
+def append_metrics(run_dir: Path, record: dict) -> None:
     with open(run_dir / METRICS, "a") as f:  # one line per record: a torn last line is all a kill can cost
         f.write(json.dumps(record) + "\n")
         f.flush()
@@ -231,7 +231,7 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
             backoffs += 1
             net, pos = _last_good(net, run_dir)
             net.learning_rate *= s.backoff_factor
-            _append_metrics(run_dir, {"kind": "backoff", "epoch": pos.epoch, "samples": pos.samples,
+            append_metrics(run_dir, {"kind": "backoff", "epoch": pos.epoch, "samples": pos.samples,
                                       "wall_seconds": round(pos.wall_seconds, 3), "reason": str(e),
                                       "learning_rate": net.learning_rate})
             log.warning("%s; restarting from %s with learning rate %g", e,
@@ -272,7 +272,7 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
                   "wall_seconds": round(pos.wall_seconds, 3),
                   "train_loss": pos.loss_since_eval / pos.labelled_since_eval if pos.labelled_since_eval else None,
                   "test_points": len(split), **report, **(extra or {})}
-        _append_metrics(run_dir, record)
+        append_metrics(run_dir, record)
         pos.since_eval = pos.labelled_since_eval = 0
         pos.loss_since_eval = 0.0
         if kind != "periodic":  # redrawing costs more than scoring a small problem; once an epoch is enough
@@ -338,7 +338,7 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
             pos.eval_seconds += validation_seconds
             record = {"kind": "epoch", "epoch": pos.epoch, "samples": pos.samples,
                       "wall_seconds": round(pos.wall_seconds, 3), **(validation_report or {})}
-            _append_metrics(run_dir, record)
+            append_metrics(run_dir, record)
             line += (f", no test score (evaluation has had {pos.eval_seconds:,.0f}s, over its budget of "
                      f"{s.eval_budget:.0%} of training time)")
         if tracker:
@@ -346,7 +346,7 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
         print(line, flush=True)
         if tracker is not None and tracker.should_stop:
             pos.stopped_early = True
-            _append_metrics(run_dir, {"kind": "early_stop", "epoch": pos.epoch, "samples": pos.samples,
+            append_metrics(run_dir, {"kind": "early_stop", "epoch": pos.epoch, "samples": pos.samples,
                                       "best_epoch": tracker.best_at, "best": tracker.best})
             print(f"no better validation {s.monitor} for {s.early_stopping} epochs: stopping; the best was "
                   f"epoch {tracker.best_at}", flush=True)

@@ -23,6 +23,8 @@ def summarise(run_dir: Path) -> dict[str, Any]:
     """The run's settings, progress, best and final scores, time and files, as one dict."""
     cfg = runs.read_config(run_dir)  # FileNotFoundError naming the folder when it is not a run
     records = runs.read_metrics(run_dir)
+    if "skipgram" in cfg:
+        return _skipgram_summary(run_dir, cfg, records)
     scored = [r for r in records if "P@1" in r and r["kind"] != "final"]
     final = next((r for r in reversed(records) if r["kind"] == "final"), None)
     epochs = [r for r in records if r["kind"] == "epoch"]
@@ -51,7 +53,30 @@ def summarise(run_dir: Path) -> dict[str, Any]:
     return summary
 
 
+def _skipgram_summary(run_dir: Path, cfg: dict[str, Any], records: list[dict]) -> dict[str, Any]:
+    epochs = [r for r in records if r["kind"] == "epoch"]
+    final = next((r for r in reversed(records) if r["kind"] == "final"), None)
+    model = run_dir / runs.MODEL
+    return {"run": str(run_dir), "data": cfg.get("dataset"), "objective": "skipgram", "skipgram": cfg["skipgram"],
+            "text8": cfg.get("text8", {}), "epochs": {"planned": cfg.get("epochs"), "done": len(epochs)},
+            "words_per_second": final["words_per_second"] if final else None,
+            "loss": epochs[-1]["loss"] if epochs else None,
+            "state": "finished" if final else "stopped (skip-gram runs do not resume; train again)",
+            "files": {runs.MODEL: {"bytes": model.stat().st_size}} if model.exists() else {}}
+
+
 def _text(s: dict[str, Any]) -> str:
+    if s.get("objective") == "skipgram":
+        sg = s["skipgram"]
+        lines = [f"run {s['run']}: {s['state']}",
+                 f"data: {s['data']}; skip-gram word vectors: dim {sg['dim']}, {sg['negatives']} negatives, "
+                 f"lr {sg['learning_rate']} falling to {sg['min_learning_rate']}",
+                 f"epochs: {s['epochs']['done']} of {s['epochs']['planned']}"
+                 + (f", loss {s['loss']:.4f} per pair" if s["loss"] is not None else "")]
+        if s["words_per_second"]:
+            lines.append(f"speed: {s['words_per_second']:,.0f} words/s")
+        lines += [f"{name}: {f['bytes'] / 2**20:,.1f} MiB" for name, f in s["files"].items()]
+        return "\n".join(lines)
     net = s["network"]
     mode = "dense" if net.get("dense") else net.get("mode") or (
         "batch" if (s["lsh"] or {}).get("batch_active", 0) > 0 else "sample")

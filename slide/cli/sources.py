@@ -106,6 +106,7 @@ def _text8_source(info, cfg: dict, t0: float) -> Source:
         raise ValueError("validation_split is for Extreme Classification data; text8 holds out its last 1% already")
     corpus_path, _ = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
     opts = {**info.preset.get("text8", {}), **cfg.get("text8", {})}
+    opts.pop("objective", None)  # "softmax" here: skip-gram runs train in cli/train_words.py
     corpus = load_text8(corpus_path, **opts)
     test = corpus.test_split(max_points=cfg.get("test_samples") or 10_000, seed=cfg.get("seed", 0))
     chunk = 1_000_000

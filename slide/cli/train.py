@@ -15,9 +15,9 @@ from ..network import Network, TrainingDiverged, TrainingInterrupted
 from ..paths import regular_file
 from ..shape_defaults import preset_for_shape
 from ..modes import MODES, mode_of
-from ..settings import NETWORK, RUN, TABLES, TEXT8, check_table, defaults, parse_assignment
+from ..settings import NETWORK, RUN, SKIPGRAM, TABLES, TEXT8, check_table, defaults, parse_assignment
 from .. import runs
-from . import signals
+from . import signals, train_words
 from .sources import resolve
 
 _TYPES = {"int": int, "float": float, "str": str, "path": str}
@@ -139,9 +139,18 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{where if args.config else ''}[lsh] {e}") from None
     if file_text8:
         cfg["text8"] = file_text8
+    file_skipgram = check_table(file_cfg.get("skipgram", {}), SKIPGRAM, f"{where}[skipgram] ")
+    file_skipgram.update({name: value for _, name, value in _assignments(args, ("skipgram",))})
+    if file_skipgram:
+        cfg["skipgram"] = file_skipgram
     for name, default in defaults(RUN).items():
         cfg.setdefault(name, default)
-    if not cfg.get("train_file"):  # a user's files get theirs from the data's shape (apply_shape_preset)
+    if train_words.objective(cfg) == "skipgram":
+        train_words.take_preset(cfg, registry.get(cfg["dataset"]).preset)
+    elif cfg.get("skipgram"):
+        raise ValueError(f"[skipgram] settings {sorted(cfg['skipgram'])} need text8.objective = \"skipgram\" "
+                         "(the text8 dataset's default)")
+    elif not cfg.get("train_file"):  # a user's files get theirs from the data's shape (apply_shape_preset)
         apply_preset(cfg, registry.get(cfg["dataset"]).preset)
     return cfg
 
@@ -211,6 +220,10 @@ def main(args: argparse.Namespace) -> int:
         _refuse_changes_on_resume(args)
         run_dir = args.resume
         cfg = runs.read_config(run_dir)
+        if train_words.objective(cfg) == "skipgram":
+            raise ValueError(f"{run_dir} trained skip-gram word vectors, whose learning rate falls over the whole "
+                             "run; such a run does not resume: start it again (its model.npz holds the vectors "
+                             "trained before it stopped)")
         flags = _given_flags(args)
         if "epochs" in flags:
             cfg["epochs"] = flags["epochs"]
@@ -229,6 +242,11 @@ def main(args: argparse.Namespace) -> int:
         run_dir = args.out
         if run_dir is not None:
             runs.create_run_dir(run_dir, overwrite=args.overwrite)  # refused before any data is read
+        if train_words.objective(cfg) == "skipgram":
+            if run_dir is None:
+                run_dir = _default_run_dir(cfg["dataset"])
+                runs.create_run_dir(run_dir)
+            return train_words.main(cfg, run_dir, quiet=args.quiet)
         source = resolve(cfg)
         if cfg.get("train_file"):
             apply_shape_preset(cfg, source)

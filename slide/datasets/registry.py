@@ -84,8 +84,11 @@ DATASETS: dict[str, DatasetInfo] = {
         train_files=("text8", "text8.txt", "text8.gz"),
         stats=dict(words=17_005_207, vocabulary_min_count_1=253_854),
         source="http://mattmahoney.net/dc/text8.zip (unzip to a file named text8)",
-        preset=dict(hidden=[128], learning_rate=1e-3, batch_size=256, epochs=1,
-                    lsh=dict(family="dwta", k=6, l=50), text8=dict(min_count=1, window=2, subsample=1e-4))),
+        # Skip-gram with negative sampling at word2vec's settings (gensim's defaults); the softmax
+        # objective (text8.objective = "softmax") trains the network and LSH settings, SLIDE's.
+        preset=dict(hidden=[128], learning_rate=1e-3, batch_size=256, epochs=5,
+                    lsh=dict(family="dwta", k=6, l=50),
+                    text8=dict(objective="skipgram", min_count=5, window=5, subsample=1e-3))),
 }
 
 
