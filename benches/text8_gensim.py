@@ -62,7 +62,7 @@ def scores(kv) -> dict:
     return out
 
 
-def run_gensim(corpus: Path, args, seed: int, options: dict) -> dict:
+def run_gensim(corpus: Path, args, seed: int, options: dict, score: bool = True) -> dict:
     from gensim.models import Word2Vec
     from gensim.models.word2vec import LineSentence
 
@@ -76,10 +76,10 @@ def run_gensim(corpus: Path, args, seed: int, options: dict) -> dict:
     return {"settings": f"Word2Vec(sg=1, negative=5, vector_size={args.dim}, window={args.window}, "
                         f"min_count={args.min_count}, workers={args.threads}{given}), defaults otherwise "
                         "(sample=1e-3, alpha 0.025 falling linearly to 1e-4)",
-            "vocabulary": len(model.wv), "train_seconds": round(seconds, 2), **scores(model.wv)}
+            "vocabulary": len(model.wv), "train_seconds": round(seconds, 2), **(scores(model.wv) if score else {})}
 
 
-def run_slide(corpus: Path, args, seed: int, extra: list[str]) -> dict:
+def run_slide(corpus: Path, args, seed: int, extra: list[str], score: bool = True) -> dict:
     from gensim.models import KeyedVectors
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,7 +101,7 @@ def run_slide(corpus: Path, args, seed: int, extra: list[str]) -> dict:
         final = next(r for r in reversed(records) if r["kind"] == "final")
         kv = KeyedVectors.load_word2vec_format(str(vectors), binary=True)
         return {"settings": "slide train --dataset text8 " + " ".join(flags[2:]), "vocabulary": len(kv),
-                "train_seconds": round(final["train_seconds"], 2), **scores(kv)}
+                "train_seconds": round(final["train_seconds"], 2), **(scores(kv) if score else {})}
 
 
 def main() -> int:
