@@ -600,13 +600,15 @@ class Network(word_vectors.WordVectorLookup):
     def _fuses(self) -> bool:
         return bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
 
-    def _fusion(self, X: sp.csr_matrix, k: int, dense: bool) -> tuple[Fusion, Optional[np.ndarray]]:
-        """The network's top-k and the neighbours' votes for X, ready to rank at any weight; and
-        (dense only) the network's log-normaliser per sample."""
-        if dense:
+    def _fusion(self, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
+                ) -> tuple[Fusion, Optional[np.ndarray]]:
+        """The network's top-k and the neighbours' votes for X, ready to rank at any weight; and,
+        with `normaliser` (dense only), the network's log-normaliser per sample, which only
+        probabilities need: it costs an exp per output and sample, more than the scores."""
+        if dense and normaliser:
             ids, logits, log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, True, True)
-        else:  # LSH inference has no exact normaliser
-            (ids, logits), log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, False), None
+        else:  # ranking needs no normaliser, and LSH inference has no exact one
+            (ids, logits), log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, dense), None
         votes = self.memory.votes(X, self.neighbours, self.threads)
         hidden = self._core.hidden(X.indptr, X.indices, X.data)
         state = self._core.state()
@@ -683,7 +685,7 @@ class Network(word_vectors.WordVectorLookup):
         _check_int("k", k, 1, self.output_dim)
         X = as_features(X, self.input_dim)
         if self._fuses:
-            fusion, log_normalizer = self._fusion(X, k, True)
+            fusion, log_normalizer = self._fusion(X, k, True, normaliser=True)
             ids, scores = fusion.top(self.neighbour_weight, k)
             return ids, np.exp(scores - fusion.log_normalizer(self.neighbour_weight, log_normalizer)[:, None]
                                ).astype(np.float32)
