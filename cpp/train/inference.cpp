@@ -21,6 +21,8 @@ namespace {
 constexpr std::int64_t kBlock = 128;
 // Output rows per GEMM: their scores for the block (rows x 128 floats, 256 KB) stay in L2.
 constexpr std::uint32_t kRowsPerPass = 512;
+// Samples whose scores for one output are checked against their bars together.
+constexpr std::size_t kLanes = 16;
 
 // Exact scores for a block of samples: hidden activations first, then the output layer as GEMMs
 // over slices of its rows (scores^T = W hidden^T), so every weight row streams through once.
@@ -39,27 +41,38 @@ void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t 
   }
   std::vector<float> block(static_cast<std::size_t>(kRowsPerPass) * n);
   std::vector<TopK> best(n, TopK(k));
+  // Each sample's bar for a place in its top-k: almost every score is below it, so the scan
+  // compares a row of scores with the bars a SIMD width at a time and pushes only the rare hits.
+  std::vector<float> bar(n, -std::numeric_limits<float>::infinity());
   std::vector<float> run_max(log_normalizer ? n : 0, -std::numeric_limits<float>::infinity());
   std::vector<double> run_sum(log_normalizer ? n : 0, 0.0);
+  std::vector<float> column(log_normalizer ? kRowsPerPass : 0);
   for (std::uint32_t j0 = 0; j0 < p.rows; j0 += kRowsPerPass) {
     const std::uint32_t rows = std::min(kRowsPerPass, p.rows - j0);
     kern.gemm(rows, n, h, p.row(j0), p.stride, hidden_t.data(), n, block.data(), n, false);
     for (std::uint32_t r = 0; r < rows; ++r) {
       float* s = &block[static_cast<std::size_t>(r) * n];
       const float bias = p.bias[j0 + r];
-      for (std::size_t b = 0; b < n; ++b) {
-        s[b] += bias;
-        best[b].push(static_cast<std::int32_t>(j0 + r), s[b]);
+      for (std::size_t b = 0; b < n; ++b) s[b] += bias;
+      for (std::size_t b0 = 0; b0 < n; b0 += kLanes) {
+        const std::size_t lanes = std::min(kLanes, n - b0);
+        bool hit = false;
+        for (std::size_t b = b0; b < b0 + lanes; ++b) hit |= !(s[b] < bar[b]);  // NaN scores count as hits
+        if (!hit) continue;
+        for (std::size_t b = b0; b < b0 + lanes; ++b) {
+          if (s[b] < bar[b]) continue;
+          best[b].push(static_cast<std::int32_t>(j0 + r), s[b]);
+          bar[b] = best[b].threshold();
+        }
       }
     }
     if (!log_normalizer) continue;
-    for (std::size_t b = 0; b < n; ++b) {
-      float m = run_max[b];
-      for (std::uint32_t r = 0; r < rows; ++r) m = std::max(m, block[static_cast<std::size_t>(r) * n + b]);
-      double sum = run_sum[b] * std::exp(static_cast<double>(run_max[b]) - m);
-      for (std::uint32_t r = 0; r < rows; ++r) sum += std::exp(static_cast<double>(block[static_cast<std::size_t>(r) * n + b]) - m);
+    for (std::size_t b = 0; b < n; ++b) {  // a sample's scores made contiguous for the SIMD max and exp-sum
+      for (std::uint32_t r = 0; r < rows; ++r) column[r] = block[static_cast<std::size_t>(r) * n + b];
+      const float m = std::max(run_max[b], kern.max_value(column.data(), rows));
+      run_sum[b] = run_sum[b] * std::exp(static_cast<double>(run_max[b]) - m) +
+                   static_cast<double>(kern.exp_sum(column.data(), column.data(), rows, m));
       run_max[b] = m;
-      run_sum[b] = sum;
     }
   }
   for (std::size_t b = 0; b < n; ++b) {

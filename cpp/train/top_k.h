@@ -28,6 +28,9 @@ class TopK {
     scores_[min_pos_] = score;
     find_min();
   }
+  // The score a new entry must reach to be pushed (the k-th best so far; -inf until k are held).
+  // A score equal to it may still lose on id, so callers skip only scores below it.
+  float threshold() const { return static_cast<int>(ids_.size()) < k_ ? -std::numeric_limits<float>::infinity() : min_; }
   // Writes k entries, best first (ties by smaller id); missing entries get id -1 and -inf.
   void write(std::int32_t* ids, float* scores) {
     std::vector<int> order(ids_.size());
