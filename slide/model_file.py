@@ -55,8 +55,10 @@ def _skip(name: str, include_optimizer: bool) -> bool:
 
 
 def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = True,
-                 extra: Optional[dict] = None) -> None:
-    """Write `net` (and `extra`, JSON-serialisable, e.g. a training loop's position) to one file."""
+                 extra: Optional[dict] = None, parameters: Optional[dict[str, np.ndarray]] = None) -> None:
+    """Write `net` (and `extra`, JSON-serialisable, e.g. a training loop's position) to one file.
+    `parameters` (weights and biases by name, as early_stopping.snapshot gives) replace the
+    network's own; its LSH tables then do not belong to them, so loading rebuilds the tables."""
     path = Path(path)
     header = {
         "format": FORMAT,
@@ -68,6 +70,12 @@ def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = Tr
         "extra": extra or {},
     }
     arrays = {k: v for k, v in net.weights().items() if not _skip(k, include_optimizer)}
+    if parameters is not None:
+        unknown = sorted(set(parameters) - set(arrays))
+        if unknown:
+            raise ValueError(f"parameters {unknown[:5]} do not belong to this network")
+        arrays.update(parameters)
+        header["rebuild_tables"] = True
     if net.memory is not None:
         arrays.update(net.memory.to_arrays())
     if net.vocabulary is not None:
@@ -174,6 +182,8 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
         net._core.set_counters(counters)
     except (TypeError, KeyError, ValueError, RuntimeError) as e:
         raise ModelFileError(f"{path}: the header's training counters are malformed: {e}") from None
+    if header.get("rebuild_tables") is True:  # saved with parameters its tables were not built from
+        net._core.rebuild_tables()  # after the counters: as restoring them in place would, a new generation
     return net
 
 

@@ -22,6 +22,7 @@ from .model_file import read_header
 from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted
 from .plots import plot_progress
 from .progress import progress_bar
+from .best_epoch import BEST, BestEpoch
 from .early_stopping import BestTracker
 from .settings import RUN
 from .schedules import lr_multiplier
@@ -33,7 +34,6 @@ MODEL = "model.npz"
 METRICS = "metrics.jsonl"
 CONFIG = "config.json"
 PLOT = "progress.png"
-BEST = "best.npz"  # with a validation split: the parameters of the best epoch so far
 
 
 @dataclass
@@ -110,8 +110,10 @@ class RunSettings:
                 RUN[name].check(getattr(self, name))
 
 
-def save_checkpoint(net: Network, run_dir: Path, pos: Position) -> None:
+def save_checkpoint(net: Network, run_dir: Path, pos: Position, best: Optional[BestEpoch] = None) -> None:
     t0 = time.perf_counter()
+    if best is not None:  # first, so the checkpoint's best epoch is always on disk
+        best.write(net, run_dir)
     metrics = run_dir / METRICS
     pos.metrics_bytes = metrics.stat().st_size if metrics.exists() else 0
     pos.checkpoints += 1
@@ -212,13 +214,14 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
         log.info("removed %s, left by a run that was killed while writing", tmp.name)
     _rewind_metrics(run_dir, pos)
     backoffs = 0
+    best = BestEpoch()
     while True:
         try:
-            return _run(net, stream, test, run_dir, s, pos, title, validation, memory)
+            return _run(net, stream, test, run_dir, s, pos, title, validation, memory, best)
         except TrainingInterrupted:
             raise
         except KeyboardInterrupt:
-            save_checkpoint(net, run_dir, pos)
+            save_checkpoint(net, run_dir, pos, best)
             raise TrainingInterrupted(0, {}) from None
         except TrainingDiverged as e:
             kept = _checkpoint_position(run_dir)
@@ -230,6 +233,7 @@ def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings
                 raise TrainingDiverged(f"{e}{why}; {saved}", e.rows_done) from None
             backoffs += 1
             net, pos = _last_good(net, run_dir)
+            best = BestEpoch()  # what it kept came after the checkpoint; best.npz is the checkpoint's
             net.learning_rate *= s.backoff_factor
             append_metrics(run_dir, {"kind": "backoff", "epoch": pos.epoch, "samples": pos.samples,
                                       "wall_seconds": round(pos.wall_seconds, 3), "reason": str(e),
@@ -251,7 +255,7 @@ def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
 
 
 def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str,
-         validation: Optional[Split], memory: Optional[Split] = None) -> dict:
+         validation: Optional[Split], memory: Optional[Split], best: BestEpoch) -> dict:
     eval_split = _subsample(test, s.eval_samples, seed=1)
     last_checkpoint = time.perf_counter()
     piece = max(s.batch_size, min(s.eval_every, s.batch_size * 50))
@@ -288,7 +292,7 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
             report["loss"] = net.loss(validation.X, validation.Y)
         improved = tracker.update(report, pos.epoch)
         if improved:
-            net.save(run_dir / BEST, include_optimizer=False)
+            best.keep(net)
         pos.best = tracker.state()
         return {**{f"val_{k}": v for k, v in report.items()}, "best": improved}
 
@@ -312,14 +316,14 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
                     except TrainingInterrupted as stop:
                         totals, done = stop.totals, stop.rows_done
                         _advance(pos, done, totals, time.perf_counter() - t0)
-                        save_checkpoint(net, run_dir, pos)
+                        save_checkpoint(net, run_dir, pos, best)
                         raise
                     _advance(pos, done, totals, time.perf_counter() - t0)
                     if pos.since_eval >= s.eval_every and within_budget():
                         r = evaluate("periodic", eval_split)
                         log.info("after %s samples: P@1 %.4f", f"{pos.samples:,}", r["P@1"])
                     if time.perf_counter() - last_checkpoint >= s.checkpoint_every:
-                        save_checkpoint(net, run_dir, pos)
+                        save_checkpoint(net, run_dir, pos, best)
                         last_checkpoint = time.perf_counter()
                 pos.segment, pos.row = index + 1, 0
         finally:
@@ -352,13 +356,13 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
                   f"epoch {tracker.best_at}", flush=True)
         last_epoch = pos.epoch >= s.epochs or pos.stopped_early
         if last_epoch or time.perf_counter() - last_checkpoint >= s.checkpoint_every:
-            save_checkpoint(net, run_dir, pos)
+            save_checkpoint(net, run_dir, pos, best)
             last_checkpoint = time.perf_counter()
     extra = None
-    if tracker is not None and tracker.best_at is not None and (run_dir / BEST).exists():
+    if tracker is not None and tracker.best_at is not None and best.exists(run_dir):
         extra = {"best_epoch": tracker.best_at}
         if tracker.best_at != pos.epoch:  # the final model is the best epoch's
-            net = Network.load(run_dir / BEST, threads=net.threads)
+            best.restore_into(net, run_dir)
     t0 = time.perf_counter()
     if memory is not None and net.neighbours:
         net.remember(memory.X, memory.Y)

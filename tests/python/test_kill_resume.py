@@ -109,3 +109,43 @@ def test_sigkill_in_the_middle_of_writing_a_checkpoint(reference, tmp_path, kill
     assert r.returncode == 0, r.stderr
     _assert_same_model(out / runs.MODEL, reference)
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+# With a validation split whose best epoch (2) is not the last, so the end of the run puts the best
+# epoch's parameters back: from memory in one run, from best.npz after a kill.
+VALIDATED = [*ARGS[:ARGS.index("--epochs")], "--epochs", "4", *ARGS[ARGS.index("--epochs") + 2:],
+             "--validation-split", "0.2"]
+
+
+@pytest.fixture(scope="module")
+def validated_reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("validated") / "run"
+    r = subprocess.run(_cmd(*VALIDATED, "--out", out), capture_output=True, text=True, timeout=300, cwd=HOME)
+    assert r.returncode == 0, r.stderr
+    final = runs.read_metrics(out)[-1]
+    assert final["kind"] == "final" and final["best_epoch"] < 4, "the best epoch is the last: nothing is restored"
+    return out
+
+
+@pytest.mark.parametrize("kill_at_save", [3, 6])
+def test_a_killed_validated_run_resumes_to_the_same_best_model(validated_reference, tmp_path, kill_at_save):
+    """best.npz is written with the checkpoints, before each one, so a resumed run restores the
+    same best epoch as a run that was never killed."""
+    out = tmp_path / "run"
+    first = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, *VALIDATED, "--out", str(out)], capture_output=True,
+                           text=True, timeout=300, cwd=HOME, env={**os.environ, "KILL_AT_SAVE": str(kill_at_save)})
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    r = subprocess.run(_cmd("train", "--resume", out, "--quiet"), capture_output=True, text=True, timeout=300,
+                       cwd=HOME)
+    assert r.returncode == 0, r.stderr
+    _assert_same_model(out / runs.MODEL, validated_reference / runs.MODEL)
+    assert runs.read_metrics(out)[-1]["best_epoch"] == runs.read_metrics(validated_reference)[-1]["best_epoch"]
+
+
+def test_best_npz_holds_the_best_epochs_parameters(validated_reference):
+    from slide import Network
+    from slide.early_stopping import parameter_names
+
+    best, model = Network.load(validated_reference / "best.npz"), Network.load(validated_reference / runs.MODEL)
+    for name in parameter_names(model):
+        np.testing.assert_array_equal(best.weights()[name], model.weights()[name], err_msg=name)

@@ -271,3 +271,28 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "m.npz").stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0600
+
+
+def test_a_file_saved_with_other_parameters_rebuilds_its_tables_from_them(tmp_path, small_problem):
+    """save_network(parameters=...) writes a model of those parameters (best.npz of a run): loading
+    it gives the network that restoring them in place gives, LSH tables included."""
+    from slide.early_stopping import restore, snapshot
+    from slide.model_file import save_network
+
+    train, test = small_problem
+    net = slide.Network(train.X.shape[1], train.Y.shape[1], hidden=(16,), lsh=slide.LSHConfig(k=3, l=6),
+                        neighbours=0, threads=1, seed=3)
+    net.fit(train.X[:1000], train.Y[:1000], epochs=1, batch_size=64, progress=False)
+    earlier = snapshot(net)
+    net.fit(train.X[1000:2000], train.Y[1000:2000], epochs=1, batch_size=64, progress=False)
+    save_network(net, tmp_path / "best.npz", include_optimizer=False, parameters=earlier)
+    with pytest.raises(ValueError, match="do not belong to this network"):
+        save_network(net, tmp_path / "other.npz", parameters={"no.such.weight": earlier[next(iter(earlier))]})
+    loaded = slide.Network.load(tmp_path / "best.npz")
+    restore(net, earlier)
+    for name, values in net.weights().items():
+        if not name.endswith("_grad") and "optimizer" not in name and name in loaded.weights():
+            if ".lsh." in name or name in earlier:
+                np.testing.assert_array_equal(loaded.weights()[name], values, err_msg=name)
+    X = test.X[:50]
+    np.testing.assert_array_equal(loaded.predict(X, mode="sparse")[0], net.predict(X, mode="sparse")[0])
