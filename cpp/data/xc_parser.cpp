@@ -14,7 +14,7 @@ namespace {
 
 class Cursor {
  public:
-  Cursor(const char* begin, const char* end) : p_(begin), end_(end) {}
+  Cursor(const char* begin, const char* end, std::int64_t lines_before) : p_(begin), end_(end), line_(lines_before) {}
 
   bool at_end() const { return p_ >= end_; }
   const char* pos() const { return p_; }
@@ -35,7 +35,7 @@ class Cursor {
  private:
   const char* p_;
   const char* end_;
-  std::int64_t line_ = 0;
+  std::int64_t line_;
 };
 
 // from_chars reports a literal beyond double's range as out of range whether it is too large or
@@ -91,6 +91,8 @@ const char* parse_int(const char* b, const char* e, T& out, std::int64_t line, c
 // Whether an id already occurred on the current line, in O(1): a stamp per id (the line that last
 // used it) when the id space is small enough to hold them, else a hash set of the line's ids.
 // The header's counts may lie, so they never size an allocation beyond the stamp limit.
+}  // namespace
+
 class RepeatCheck {
  public:
   explicit RepeatCheck(std::int64_t ids) {
@@ -116,6 +118,8 @@ class RepeatCheck {
   std::int64_t line_ = -1;
 };
 
+namespace {
+
 bool blank(const char* b, const char* e) {
   for (; b < e; ++b)
     if (*b != ' ' && *b != '\t') return false;
@@ -124,104 +128,124 @@ bool blank(const char* b, const char* e) {
 
 }  // namespace
 
-XcData parse_xc(const char* text, std::size_t size) {
-  XcData d;
-  Cursor cur(text, text + size);
+void XcStreamParser::feed(const char* text, std::size_t size, bool last, XcData& d) {
+  Cursor cur(text, text + size, line_);
   const char *b, *e;
-  if (!cur.next_line(b, e) || blank(b, e))
-    fail(1, "expected a header 'num_points num_features num_labels', got an empty line");
-  {
-    const char* p = b;
-    std::int64_t vals[3];
-    for (int i = 0; i < 3; ++i) {
-      while (p < e && (*p == ' ' || *p == '\t')) ++p;
-      p = parse_int(p, e, vals[i], 1, i == 0 ? "num_points" : i == 1 ? "num_features" : "num_labels");
-    }
-    while (p < e && (*p == ' ' || *p == '\t')) ++p;
-    if (p != e) fail(1, "expected exactly three numbers in the header, found more: " + show(p, e));
-    if (vals[0] < 0 || vals[1] <= 0 || vals[2] <= 0 || vals[1] > INT32_MAX || vals[2] > INT32_MAX)
-      fail(1, "header counts out of range (points >= 0, 1 <= features, labels <= 2^31-1)");
-    d.num_points = vals[0];
-    d.num_features = vals[1];
-    d.num_labels = vals[2];
+  if (!has_header_) {
+    if (!cur.next_line(b, e) || blank(b, e))
+      fail(1, "expected a header 'num_points num_features num_labels', got an empty line");
+    read_header(b, e);
   }
-  // Reserve from the file size (a point takes at least two bytes; ~12 bytes per feature entry is
-  // typical), never from the header, which may lie.
-  const std::size_t max_points = std::min<std::size_t>(static_cast<std::size_t>(d.num_points), size / 2 + 1);
-  d.x_indptr.reserve(max_points + 1);
-  d.y_indptr.reserve(max_points + 1);
-  d.x_indices.reserve(size / 12);
-  d.x_data.reserve(size / 12);
-  RepeatCheck label_repeats(d.num_labels), feature_repeats(d.num_features);
-  std::int64_t points = 0;
-  std::int64_t first_trailing_blank = 0;
+  d.num_points = num_points_;
+  d.num_features = num_features_;
+  d.num_labels = num_labels_;
+  // Reserve from the piece's size (a point takes at least two bytes; ~12 bytes per feature entry
+  // is typical), never from the header, which may lie.
+  const std::size_t max_points = std::min<std::size_t>(static_cast<std::size_t>(num_points_ - points_), size / 2 + 1);
+  d.x_indptr.reserve(d.x_indptr.size() + max_points + 1);
+  d.y_indptr.reserve(d.y_indptr.size() + max_points + 1);
+  d.x_indices.reserve(d.x_indices.size() + size / 12);
+  d.x_data.reserve(d.x_data.size() + size / 12);
   while (cur.next_line(b, e)) {
     const std::int64_t line = cur.line();
     if (b == e) {
       // An empty line is only fine at the very end of the file. (A line of spaces is a point with
       // neither labels nor features.)
-      if (!first_trailing_blank) first_trailing_blank = line;
+      if (!first_trailing_blank_) first_trailing_blank_ = line;
       continue;
     }
-    if (first_trailing_blank) fail(first_trailing_blank, "blank line in the middle of the data");
-    if (points == d.num_points)
-      fail(line, "more points than the header's " + std::to_string(d.num_points));
-    const char* p = b;
-    // Labels: "l1,l2,...", or nothing when the line starts with a space.
-    if (*p != ' ' && *p != '\t') {
-      while (true) {
-        std::int64_t label;
-        p = parse_int(p, e, label, line, "a label id");
-        if (label >= d.num_labels)
-          fail(line, "label id " + std::to_string(label) + " is out of range [0, " + std::to_string(d.num_labels) + ")");
-        if (label_repeats.seen(label, line)) fail(line, "label id " + std::to_string(label) + " is repeated");
-        d.y_indices.push_back(static_cast<std::int32_t>(label));
-        if (p < e && *p == ',') {
-          ++p;
-          continue;
-        }
-        break;
-      }
-      if (p < e && *p != ' ' && *p != '\t') fail(line, "expected ',' or a space after a label, got " + show(p, e));
-    }
-    // Features: "f:v" separated by spaces.
-    while (true) {
-      while (p < e && (*p == ' ' || *p == '\t')) ++p;
-      if (p >= e) break;
-      std::int64_t f;
-      p = parse_int(p, e, f, line, "a feature id");
-      if (p >= e || *p != ':') fail(line, "expected ':' after feature id " + std::to_string(f));
-      ++p;
-      // Parsed as double, then rounded: a value too small for float becomes 0 instead of an error.
-      double v = 0.0;
-      auto r = std::from_chars(p, e, v);
-      if (r.ec == std::errc::result_out_of_range) {  // r.ptr is past the literal; beyond double's range
-        if (!below_double_range(p, r.ptr))
-          fail(line, "feature " + std::to_string(f) + " has a value that is not a finite float32");
-        v = std::copysign(0.0, *p == '-' ? -1.0 : 1.0);
-        r.ec = std::errc();
-      }
-      if (r.ec != std::errc() || r.ptr == p || (r.ptr < e && *r.ptr != ' ' && *r.ptr != '\t')) {
-        const char* stop = p;
-        while (stop < e && *stop != ' ' && *stop != '\t') ++stop;
-        fail(line, "expected a number after '" + std::to_string(f) + ":', got " + show(p, stop));
-      }
-      if (!std::isfinite(static_cast<float>(v)))
-        fail(line, "feature " + std::to_string(f) + " has a value that is not a finite float32");
-      if (f >= d.num_features)
-        fail(line, "feature id " + std::to_string(f) + " is out of range [0, " + std::to_string(d.num_features) + ")");
-      if (feature_repeats.seen(f, line)) fail(line, "feature id " + std::to_string(f) + " is repeated");
-      p = r.ptr;
-      d.x_indices.push_back(static_cast<std::int32_t>(f));
-      d.x_data.push_back(static_cast<float>(v));
-    }
-    d.x_indptr.push_back(static_cast<std::int64_t>(d.x_indices.size()));
-    d.y_indptr.push_back(static_cast<std::int64_t>(d.y_indices.size()));
-    ++points;
+    if (first_trailing_blank_) fail(first_trailing_blank_, "blank line in the middle of the data");
+    if (points_ == num_points_)
+      fail(line, "more points than the header's " + std::to_string(num_points_));
+    read_point(b, e, line, d);
+    ++points_;
   }
-  if (points != d.num_points)  // reported at the line where the next point was due
-    fail(points + 2, "the header promises " + std::to_string(d.num_points) + " points but the file ends after " +
-                         std::to_string(points));
+  line_ = cur.line();
+  if (last && points_ != num_points_)  // reported at the line where the next point was due
+    fail(points_ + 2, "the header promises " + std::to_string(num_points_) + " points but the file ends after " +
+                          std::to_string(points_));
+}
+
+void XcStreamParser::read_header(const char* b, const char* e) {
+  const char* p = b;
+  std::int64_t vals[3];
+  for (int i = 0; i < 3; ++i) {
+    while (p < e && (*p == ' ' || *p == '\t')) ++p;
+    p = parse_int(p, e, vals[i], 1, i == 0 ? "num_points" : i == 1 ? "num_features" : "num_labels");
+  }
+  while (p < e && (*p == ' ' || *p == '\t')) ++p;
+  if (p != e) fail(1, "expected exactly three numbers in the header, found more: " + show(p, e));
+  if (vals[0] < 0 || vals[1] <= 0 || vals[2] <= 0 || vals[1] > INT32_MAX || vals[2] > INT32_MAX)
+    fail(1, "header counts out of range (points >= 0, 1 <= features, labels <= 2^31-1)");
+  num_points_ = vals[0];
+  num_features_ = vals[1];
+  num_labels_ = vals[2];
+  label_repeats_ = std::make_unique<RepeatCheck>(num_labels_);
+  feature_repeats_ = std::make_unique<RepeatCheck>(num_features_);
+  has_header_ = true;
+}
+
+void XcStreamParser::read_point(const char* b, const char* e, std::int64_t line, XcData& d) {
+  const char* p = b;
+  // Labels: "l1,l2,...", or nothing when the line starts with a space.
+  if (*p != ' ' && *p != '\t') {
+    while (true) {
+      std::int64_t label;
+      p = parse_int(p, e, label, line, "a label id");
+      if (label >= num_labels_)
+        fail(line, "label id " + std::to_string(label) + " is out of range [0, " + std::to_string(num_labels_) + ")");
+      if (label_repeats_->seen(label, line)) fail(line, "label id " + std::to_string(label) + " is repeated");
+      d.y_indices.push_back(static_cast<std::int32_t>(label));
+      if (p < e && *p == ',') {
+        ++p;
+        continue;
+      }
+      break;
+    }
+    if (p < e && *p != ' ' && *p != '\t') fail(line, "expected ',' or a space after a label, got " + show(p, e));
+  }
+  // Features: "f:v" separated by spaces.
+  while (true) {
+    while (p < e && (*p == ' ' || *p == '\t')) ++p;
+    if (p >= e) break;
+    std::int64_t f;
+    p = parse_int(p, e, f, line, "a feature id");
+    if (p >= e || *p != ':') fail(line, "expected ':' after feature id " + std::to_string(f));
+    ++p;
+    // Parsed as double, then rounded: a value too small for float becomes 0 instead of an error.
+    double v = 0.0;
+    auto r = std::from_chars(p, e, v);
+    if (r.ec == std::errc::result_out_of_range) {  // r.ptr is past the literal; beyond double's range
+      if (!below_double_range(p, r.ptr))
+        fail(line, "feature " + std::to_string(f) + " has a value that is not a finite float32");
+      v = std::copysign(0.0, *p == '-' ? -1.0 : 1.0);
+      r.ec = std::errc();
+    }
+    if (r.ec != std::errc() || r.ptr == p || (r.ptr < e && *r.ptr != ' ' && *r.ptr != '\t')) {
+      const char* stop = p;
+      while (stop < e && *stop != ' ' && *stop != '\t') ++stop;
+      fail(line, "expected a number after '" + std::to_string(f) + ":', got " + show(p, stop));
+    }
+    if (!std::isfinite(static_cast<float>(v)))
+      fail(line, "feature " + std::to_string(f) + " has a value that is not a finite float32");
+    if (f >= num_features_)
+      fail(line, "feature id " + std::to_string(f) + " is out of range [0, " + std::to_string(num_features_) + ")");
+    if (feature_repeats_->seen(f, line)) fail(line, "feature id " + std::to_string(f) + " is repeated");
+    p = r.ptr;
+    d.x_indices.push_back(static_cast<std::int32_t>(f));
+    d.x_data.push_back(static_cast<float>(v));
+  }
+  d.x_indptr.push_back(static_cast<std::int64_t>(d.x_indices.size()));
+  d.y_indptr.push_back(static_cast<std::int64_t>(d.y_indices.size()));
+}
+
+XcStreamParser::XcStreamParser() = default;
+XcStreamParser::~XcStreamParser() = default;
+
+XcData parse_xc(const char* text, std::size_t size) {
+  XcStreamParser parser;
+  XcData d;
+  parser.feed(text, size, /*last=*/true, d);
   return d;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,32 @@ class ParseError : public std::runtime_error {
 
  private:
   std::int64_t line_;
+};
+
+class RepeatCheck;
+
+// The same format fed in pieces, so a file of any size is read with bounded memory: the header
+// comes from the first piece, and line numbers, the repeat and range checks and the header's
+// point count span the pieces. Each piece must end at a line break, except the last.
+class XcStreamParser {
+ public:
+  XcStreamParser();
+  ~XcStreamParser();
+  // Appends the piece's points to `out` (CSR offsets continue from out's) and sets its header
+  // counts. `last`: the file ends here, so the header's point count is checked.
+  void feed(const char* text, std::size_t size, bool last, XcData& out);
+  bool has_header() const { return has_header_; }
+  std::int64_t points_read() const { return points_; }
+  std::int64_t lines_read() const { return line_; }
+
+ private:
+  void read_header(const char* b, const char* e);
+  void read_point(const char* b, const char* e, std::int64_t line, XcData& d);
+
+  bool has_header_ = false;
+  std::int64_t num_points_ = 0, num_features_ = 0, num_labels_ = 0;
+  std::int64_t line_ = 0, points_ = 0, first_trailing_blank_ = 0;
+  std::unique_ptr<RepeatCheck> label_repeats_, feature_repeats_;
 };
 
 XcData parse_xc(const char* text, std::size_t size);

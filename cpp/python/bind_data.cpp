@@ -5,6 +5,7 @@
 
 #include "data/text8.h"
 #include "data/xc_parser.h"
+#include "data/xc_writer.h"
 #include "python/bindings.h"
 
 namespace slide::python {
@@ -17,6 +18,19 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
   auto* owned = new std::vector<T>(std::move(v));
   py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), free_when_done);
+}
+
+py::dict to_dict(XcData&& d) {
+  py::dict out;
+  out["num_points"] = d.num_points;
+  out["num_features"] = d.num_features;
+  out["num_labels"] = d.num_labels;
+  out["x_indptr"] = to_numpy(std::move(d.x_indptr));
+  out["x_indices"] = to_numpy(std::move(d.x_indices));
+  out["x_data"] = to_numpy(std::move(d.x_data));
+  out["y_indptr"] = to_numpy(std::move(d.y_indptr));
+  out["y_indices"] = to_numpy(std::move(d.y_indices));
+  return out;
 }
 
 }  // namespace
@@ -40,18 +54,56 @@ void bind_data(py::module_& m) {
           py::gil_scoped_release release;
           d = parse_xc(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize));
         }
-        py::dict out;
-        out["num_points"] = d.num_points;
-        out["num_features"] = d.num_features;
-        out["num_labels"] = d.num_labels;
-        out["x_indptr"] = to_numpy(std::move(d.x_indptr));
-        out["x_indices"] = to_numpy(std::move(d.x_indices));
-        out["x_data"] = to_numpy(std::move(d.x_data));
-        out["y_indptr"] = to_numpy(std::move(d.y_indptr));
-        out["y_indices"] = to_numpy(std::move(d.y_indices));
-        return out;
+        return to_dict(std::move(d));
       },
       py::arg("text"), "Parse an Extreme Classification Repository file's bytes into CSR arrays.");
+
+  m.def(
+      "format_xc_points",
+      [](const py::array_t<std::int64_t, py::array::c_style>& x_indptr,
+         const py::array_t<std::int32_t, py::array::c_style>& x_indices,
+         const py::array_t<float, py::array::c_style>& x_data,
+         const py::array_t<std::int64_t, py::array::c_style>& y_indptr,
+         const py::array_t<std::int32_t, py::array::c_style>& y_indices) {
+        const py::ssize_t rows = x_indptr.size() - 1;
+        if (rows < 0 || y_indptr.size() != rows + 1 || x_indices.size() != x_data.size())
+          throw std::invalid_argument("format_xc_points: CSR arrays of different row counts or lengths");
+        const std::int64_t* xp = x_indptr.data();
+        const std::int64_t* yp = y_indptr.data();
+        for (py::ssize_t i = 0; i < rows; ++i)
+          if (xp[i] > xp[i + 1] || yp[i] > yp[i + 1])
+            throw std::invalid_argument("format_xc_points: offsets must not decrease");
+        if (rows > 0 && (xp[0] < 0 || yp[0] < 0 || xp[rows] > x_indices.size() || yp[rows] > y_indices.size()))
+          throw std::invalid_argument("format_xc_points: offsets outside the index arrays");
+        std::string text;
+        {
+          py::gil_scoped_release release;
+          text = format_xc_points(rows, xp, x_indices.data(), x_data.data(), yp, y_indices.data());
+        }
+        return py::bytes(text);
+      },
+      py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("y_indptr"), py::arg("y_indices"),
+      "The points of CSR arrays as Extreme Classification text lines (no header).");
+
+  py::class_<XcStreamParser>(m, "XcStreamParser",
+                             "The XC format fed in pieces that end at line breaks (the last may not).")
+      .def(py::init<>())
+      .def(
+          "feed",
+          [](XcStreamParser& parser, const py::buffer& text, bool last) {
+            py::buffer_info info = text.request();
+            XcData d;
+            {
+              py::gil_scoped_release release;
+              parser.feed(static_cast<const char*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize), last,
+                          d);
+            }
+            return to_dict(std::move(d));
+          },
+          py::arg("text"), py::arg("last"))
+      .def_property_readonly("has_header", &XcStreamParser::has_header)
+      .def_property_readonly("points_read", &XcStreamParser::points_read)
+      .def_property_readonly("lines_read", &XcStreamParser::lines_read);
 
   m.def(
       "tokenize_corpus",

@@ -9,6 +9,7 @@ Parsed by the C++ engine (hundreds of MB/s), plain or gzip-compressed, with a bi
 from __future__ import annotations
 
 import gzip
+import logging
 from pathlib import Path
 from typing import Optional, Union
 
@@ -17,11 +18,12 @@ import scipy.sparse as sp
 
 from .. import _core
 from ..paths import regular_file
-from .cache import load_cached, store_cached
+from .cache import fresh_shards, shard_cache_path
 from .errors import DataFormatError
 from .synthetic import Split
 
 PathLike = Union[str, Path]
+log = logging.getLogger("slide")
 
 
 def read_bytes(path: Path) -> bytes:
@@ -59,33 +61,73 @@ def _split_from_arrays(d: dict) -> Split:
 def load_xc(path: PathLike, *, cache: bool = True, cache_dir: Optional[PathLike] = None) -> Split:
     """Load an Extreme Classification Repository file (optionally .gz) as CSR features and labels.
 
-    With ``cache=True`` the parsed arrays are kept in ``<file>.xc.slidecache.npz`` (or in
-    ``cache_dir``), so a second load is near instant; a changed source is parsed again.
+    With ``cache=True`` the parsed data is kept as a shard folder ``<file>.shards/`` beside the
+    file (or in ``cache_dir``), so a second load reads binary data at disk speed; a changed
+    source is parsed again. A shard folder itself (`slide data convert`) loads as well.
     Raises FileNotFoundError for a missing file and DataFormatError (a ValueError) naming the
     file, line and what was expected for a malformed one.
     """
+    if Path(path).is_dir():
+        from .shards import ShardFolder
+
+        return ShardFolder.open(path).load()
     path = regular_file(path, "data file")
     cdir = Path(cache_dir) if cache_dir is not None else None
     if cache:
-        arrays = load_cached(path, "xc", cdir)
-        if arrays is not None:
-            return _split_from_arrays(arrays)
+        folder = fresh_shards(path, cdir)
+        if folder is not None:
+            return folder.load()
     d = _parse(read_bytes(path), path)
+    split = _split_from_arrays(d)
     if cache:
-        store_cached(path, "xc", cdir, {k: np.asarray(v) for k, v in d.items()})
-    return _split_from_arrays(d)
+        _store_shards(path, cdir, split)
+    return split
+
+
+def _store_shards(path: Path, cache_dir: Optional[Path], split: Split) -> None:
+    from .convert import source_fingerprint
+    from .shards import write_split
+
+    target = shard_cache_path(path, cache_dir)
+    try:
+        write_split(target, split, source=source_fingerprint(path))
+    except (OSError, ValueError) as e:  # a cache that cannot be written is only a slower next load
+        log.warning("could not write the cache %s (%s); the next load parses again", target, e)
+
+
+def stream_shards(path: PathLike, *, cache_dir: Optional[PathLike] = None):
+    """The shard folder to stream `path` from: `path` itself when it is one, else the file's
+    cache folder, converted now with bounded memory when it is missing or stale."""
+    from .convert import convert_xc
+    from .shards import ShardFolder
+
+    if Path(path).is_dir():
+        return ShardFolder.open(path)
+    path = regular_file(path, "data file")
+    cdir = Path(cache_dir) if cache_dir is not None else None
+    folder = fresh_shards(path, cdir)
+    if folder is None:
+        target = shard_cache_path(path, cdir)
+        print(f"converting {path} into shards in {target} (once; reused while the file is unchanged)", flush=True)
+        folder = convert_xc(path, target)
+    return folder
+
+
+def format_points(X: sp.csr_matrix, Y: sp.csr_matrix) -> bytes:
+    """The rows of X and Y as lines of the repository's format (no header); every value is written
+    in the shortest form that reads back as the same float32."""
+    X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    return _core.format_xc_points(X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32),
+                                  Y.indptr.astype(np.int64), Y.indices.astype(np.int32))
 
 
 def write_xc(path: PathLike, X: sp.csr_matrix, Y: sp.csr_matrix) -> None:
-    """Write features and labels in the repository's format (used for tests and conversions)."""
+    """Write features and labels in the repository's format, atomically."""
     from ..atomic_files import atomic_write
 
     X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
-    lines = [f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}"]
-    for i in range(X.shape[0]):
-        labels = ",".join(map(str, Y.indices[Y.indptr[i]:Y.indptr[i + 1]]))
-        feats = " ".join(f"{j}:{v:.6g}" for j, v in zip(X.indices[X.indptr[i]:X.indptr[i + 1]],
-                                                         X.data[X.indptr[i]:X.indptr[i + 1]]))
-        lines.append(f"{labels} {feats}".rstrip() if labels else f" {feats}".rstrip() or " ")
-    payload = ("\n".join(lines) + "\n").encode()
-    atomic_write(Path(path), lambda f: f.write(payload))
+    header = f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}\n".encode()
+    body = format_points(X, Y)
+    atomic_write(Path(path), lambda f: (f.write(header), f.write(body)))
