@@ -26,10 +26,13 @@ struct SampleView {
   std::int32_t num_features;
   const std::int32_t* labels;
   std::int32_t num_labels;
-  std::int64_t row = -1;  // the sample's row in its matrix: keys per-sample randomness (input dropout)
+  // Keys per-sample randomness (input dropout). Training passes the sample's place in its batch,
+  // so a draw depends on what a sample is trained with, never on where its data lies in memory
+  // (a streamed shard and the same data loaded whole train identically).
+  std::int64_t key = -1;
 };
 
-inline SampleView sample_at(const CsrFloat& x, const CsrIds* y, std::int64_t row) {
+inline SampleView sample_at(const CsrFloat& x, const CsrIds* y, std::int64_t row, std::int64_t key = -1) {
   SampleView s;
   s.feature_ids = x.indices + x.indptr[row];
   s.feature_values = x.data + x.indptr[row];
@@ -41,7 +44,7 @@ inline SampleView sample_at(const CsrFloat& x, const CsrIds* y, std::int64_t row
     s.labels = nullptr;
     s.num_labels = 0;
   }
-  s.row = row;
+  s.key = key < 0 ? row : key;
   return s;
 }
 

@@ -78,7 +78,7 @@ SampleView Network::input_view(ThreadState& ts, const SampleView& s, bool traini
   // Keep a feature when the top 32 bits of its hash fall below (1 - p) * 2^32.
   const std::uint64_t threshold = static_cast<std::uint64_t>((1.0 - config_.input_dropout) * 4294967296.0);
   const std::uint64_t key = mix64(config_.seed ^ mix64(static_cast<std::uint64_t>(step) * 0x9e3779b97f4a7c15ULL +
-                                                       static_cast<std::uint64_t>(s.row)));
+                                                       static_cast<std::uint64_t>(s.key)));
   double squares = 0.0;
   if (config_.l2_normalize_input)
     for (int i = 0; i < s.num_features; ++i) squares += static_cast<double>(s.feature_values[i]) * s.feature_values[i];

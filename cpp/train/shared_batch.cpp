@@ -70,7 +70,7 @@ class SharedBatch {
     w_.buckets.resize(B_ * L);
     parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) {
-        const Activations& h = net_.forward_hidden(ts, sample_at(x_, &y_, w_.rows[b]), Mode::kTrain, ts.rng);
+        const Activations& h = net_.forward_hidden(ts, sample_at(x_, &y_, w_.rows[b], b), Mode::kTrain, ts.rng);
         float* hb = &w_.hidden[b * ldh_];
         std::copy(h.values.begin(), h.values.begin() + K_, hb);
         if (L) out_.index()->family().buckets(hb, &w_.buckets[b * L], ts.layers.back().hash);
@@ -251,7 +251,7 @@ class SharedBatch {
     const bool recompute = net_.layers.size() > 1;  // a thread state holds one sample's activations
     parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) {
-        const SampleView s = sample_at(x_, &y_, w_.rows[b]);
+        const SampleView s = sample_at(x_, &y_, w_.rows[b], b);
         if (recompute) net_.forward_hidden(ts, s, Mode::kTrain, ts.rng);
         Activations& top = net_.top_hidden(ts);
         if (!recompute) {

@@ -14,7 +14,7 @@ BatchStats per_sample_gradients(Network& net, const CsrFloat& x, const CsrIds& y
   for (int t = 0; t < T; ++t) net.state(t).reset_stats();
   net.prepare_batch(y, rows, count);
   parallel_rows(net, count, 4, [&](ThreadState& ts, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) ts.loss += net.train_sample(ts, sample_at(x, &y, rows[i]));
+    for (std::int64_t i = begin; i < end; ++i) ts.loss += net.train_sample(ts, sample_at(x, &y, rows[i], i));
   });
   BatchStats stats;
   for (int t = 0; t < T; ++t) {
