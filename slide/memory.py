@@ -26,9 +26,25 @@ def _read_int(path: str) -> Optional[int]:
     return int(text) if text.isdigit() else None  # "max" = no limit
 
 
+def _address_space_room() -> Optional[int]:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return max(0, soft - int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def available_bytes() -> tuple[Optional[int], str]:
     """Memory this process can still take: MemAvailable from /proc/meminfo, lowered to the
-    cgroup's remaining limit when there is one. (None, reason) when neither can be read."""
+    address-space limit and the cgroup's remaining limit when there are any. (None, reason) when
+    none can be read."""
     best, source = None, "unknown"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -37,6 +53,9 @@ def available_bytes() -> tuple[Optional[int], str]:
                 break
     except (OSError, ValueError, IndexError):
         pass
+    address_room = _address_space_room()
+    if address_room is not None and (best is None or address_room < best):
+        best, source = address_room, "the address-space limit (ulimit -v / prlimit --as) less what is mapped"
     for limit_file, usage_file in _CGROUP_FILES:
         limit, usage = _read_int(limit_file), _read_int(usage_file)
         if limit is not None and usage is not None and limit < 1 << 60:

@@ -23,6 +23,9 @@ differently than on the clean generator. Everything is a function of the seed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Iterator
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -39,8 +42,13 @@ def _draw(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum(np.searchsorted(cdf, u), len(cdf) - 1)
 
 
-def make_catalogue(
-    n_samples: int,
+def _check_positive(**values) -> None:
+    for name, v in values.items():
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+
+def _build(
     n_features: int,
     n_labels: int,
     *,
@@ -54,8 +62,8 @@ def make_catalogue(
     label_words: int = 12,
     word_mix: tuple[float, float, float] = (0.25, 0.45, 0.30),
     seed: int = 0,
-) -> Split:
-    """Generate `n_samples` points (features CSR float32 TF-IDF rows, labels CSR).
+) -> "tuple[_Catalogue, np.random.Generator]":
+    """The catalogue (topics, labels and their words), and the generator that goes on to draw its points.
 
     Args:
         avg_words: mean word occurrences per point; repeated words merge into one nonzero, so
@@ -72,10 +80,8 @@ def make_catalogue(
         word_mix: shares of a point's words drawn from its labels' words, its topic's vocabulary and
             the whole corpus.
     """
-    for name, v in (("n_samples", n_samples), ("n_features", n_features), ("n_labels", n_labels),
-                    ("topic_size", topic_size), ("topic_words", topic_words), ("label_words", label_words)):
-        if int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    _check_positive(n_features=n_features, n_labels=n_labels, topic_size=topic_size, topic_words=topic_words,
+                    label_words=label_words)
     if not 1.0 <= avg_labels <= n_labels:
         raise ValueError(f"avg_labels must be in [1, n_labels], got {avg_labels}")
     if not avg_words >= 1.0:
@@ -113,58 +119,109 @@ def make_catalogue(
     own = np.where(from_topic, topic_vocab[topic_of_slot[:, None], _draw(vocab_cdf, rng.random((n_labels, label_words)))],
                    corpus_words((n_labels, label_words)))
 
-    # Labels per point: the first by popularity, the rest from its topic or, sometimes, anywhere.
-    counts = np.minimum(1 + rng.poisson(avg_labels - 1.0, size=n_samples), n_labels)
-    first = _draw(slot_cdf, rng.random(n_samples) * total_pop)
-    topic = topic_of_slot[first]
-    rows = np.repeat(np.arange(n_samples), counts - 1)
-    topic_of_extra = topic[rows]
+    model = _Catalogue(n_features, n_labels, avg_words, avg_labels, same_topic, label_words, word_mix, word_by_rank,
+                       word_cdf, topic_vocab, vocab_cdf, label_of_slot, topic_of_slot, slot_cdf, below, within, own)
+    return model, rng
 
-    def draw_extra(which: np.ndarray) -> np.ndarray:
-        t = topic_of_extra[which]
-        u = rng.random(which.size)
-        target = np.where(rng.random(which.size) < same_topic, below[t] + u * within[t], u * total_pop)
-        return _draw(slot_cdf, target)
 
-    rest = draw_extra(np.arange(rows.size))
-    for _ in range(8):  # draw again the labels a point already has, so avg_labels holds after merging
-        key = np.concatenate([np.arange(n_samples), rows]) * np.int64(n_labels) + np.concatenate([first, rest])
-        _, keep = np.unique(key, return_index=True)
-        repeated = np.setdiff1d(np.arange(key.size), keep) - n_samples  # first labels are never repeats
-        if repeated.size == 0:
-            break
-        rest[repeated] = draw_extra(repeated)
-    slots = np.concatenate([first, rest])
-    label_rows = np.concatenate([np.arange(n_samples), rows])
-    Y = sp.csr_matrix((np.ones(slots.size, np.float32), (label_rows, label_of_slot[slots])),
-                      shape=(n_samples, n_labels))
-    Y.sum_duplicates()
-    Y.data[:] = 1.0
+def make_catalogue(n_samples: int, n_features: int, n_labels: int, *, seed: int = 0, **kwargs) -> Split:
+    """Generate `n_samples` points (features CSR float32 TF-IDF rows, labels CSR) of a catalogue
+    drawn with `seed`; the keyword arguments are `catalogue_chunks`'."""
+    _check_positive(n_samples=n_samples)
+    model, rng = _build(n_features, n_labels, seed=seed, **kwargs)
+    return model.sample(n_samples, rng)
 
-    # Words: each point's length is Poisson(avg_words), split by word_mix.
-    length = np.maximum(1, rng.poisson(avg_words, size=n_samples))
-    n_label_w = rng.binomial(length, word_mix[0])
-    n_topic_w = rng.binomial(length - n_label_w, word_mix[1] / max(1e-12, word_mix[1] + word_mix[2]))
-    n_corpus_w = length - n_label_w - n_topic_w
-    # Label words: from a uniformly chosen label of the point, a random one of its words.
-    lw_rows = np.repeat(np.arange(n_samples), n_label_w)
-    start = np.concatenate([[0], np.cumsum(counts - 1)])  # where each point's extra labels begin in `rest`
-    pick = (rng.random(lw_rows.size) * counts[lw_rows]).astype(np.int64)
-    lw_slot = slots[np.where(pick == 0, lw_rows, n_samples + start[lw_rows] + pick - 1)]
-    lw = own[lw_slot, rng.integers(0, label_words, size=lw_rows.size)]
-    tw_rows = np.repeat(np.arange(n_samples), n_topic_w)
-    tw = topic_vocab[topic[tw_rows], _draw(vocab_cdf, rng.random(tw_rows.size))]
-    cw_rows = np.repeat(np.arange(n_samples), n_corpus_w)
-    cw = corpus_words(cw_rows.size)
 
-    all_rows = np.concatenate([lw_rows, tw_rows, cw_rows])
-    X = sp.csr_matrix((np.ones(all_rows.size, np.float32), (all_rows, np.concatenate([lw, tw, cw]))),
-                      shape=(n_samples, n_features), dtype=np.float32)
-    X.sum_duplicates()  # term counts
-    df = np.bincount(X.indices, minlength=n_features)
-    idf = np.log((1.0 + n_samples) / (1.0 + df)).astype(np.float32) + 1.0
-    X.data *= idf[X.indices]
-    return Split(unit_rows(X), Y)
+def catalogue_chunks(n_samples: int, n_features: int, n_labels: int, *, chunk: int, seed: int = 0, **kwargs
+                     ) -> Iterator[Split]:
+    """`n_samples` points of one catalogue (the one `make_catalogue` draws with this seed) in
+    blocks of `chunk`, for data larger than memory. A single block equals `make_catalogue`'s
+    points; with more, TF-IDF weights come from each block's own document frequencies."""
+    _check_positive(n_samples=n_samples, chunk=chunk)
+    model, rng = _build(n_features, n_labels, seed=seed, **kwargs)
+    for start in range(0, n_samples, chunk):
+        yield model.sample(min(chunk, n_samples - start), rng)
+
+
+@dataclass(frozen=True)
+class _Catalogue:
+    n_features: int
+    n_labels: int
+    avg_words: float
+    avg_labels: float
+    same_topic: float
+    label_words: int
+    word_mix: tuple
+    word_by_rank: np.ndarray
+    word_cdf: np.ndarray
+    topic_vocab: np.ndarray
+    vocab_cdf: np.ndarray
+    label_of_slot: np.ndarray
+    topic_of_slot: np.ndarray
+    slot_cdf: np.ndarray
+    below: np.ndarray
+    within: np.ndarray
+    own: np.ndarray
+
+    def sample(self, n_samples: int, rng: np.random.Generator) -> Split:
+        n_features, n_labels, avg_words, avg_labels = self.n_features, self.n_labels, self.avg_words, self.avg_labels
+        same_topic, label_words, word_mix, word_by_rank = self.same_topic, self.label_words, self.word_mix, self.word_by_rank
+        word_cdf, topic_vocab, vocab_cdf, label_of_slot = self.word_cdf, self.topic_vocab, self.vocab_cdf, self.label_of_slot
+        topic_of_slot, slot_cdf, below, within, own = self.topic_of_slot, self.slot_cdf, self.below, self.within, self.own
+        total_pop = slot_cdf[-1]
+        corpus_words = lambda size: word_by_rank[_draw(word_cdf, rng.random(size))]  # noqa: E731
+        # Labels per point: the first by popularity, the rest from its topic or, sometimes, anywhere.
+        counts = np.minimum(1 + rng.poisson(avg_labels - 1.0, size=n_samples), n_labels)
+        first = _draw(slot_cdf, rng.random(n_samples) * total_pop)
+        topic = topic_of_slot[first]
+        rows = np.repeat(np.arange(n_samples), counts - 1)
+        topic_of_extra = topic[rows]
+
+        def draw_extra(which: np.ndarray) -> np.ndarray:
+            t = topic_of_extra[which]
+            u = rng.random(which.size)
+            target = np.where(rng.random(which.size) < same_topic, below[t] + u * within[t], u * total_pop)
+            return _draw(slot_cdf, target)
+
+        rest = draw_extra(np.arange(rows.size))
+        for _ in range(8):  # draw again the labels a point already has, so avg_labels holds after merging
+            key = np.concatenate([np.arange(n_samples), rows]) * np.int64(n_labels) + np.concatenate([first, rest])
+            _, keep = np.unique(key, return_index=True)
+            repeated = np.setdiff1d(np.arange(key.size), keep) - n_samples  # first labels are never repeats
+            if repeated.size == 0:
+                break
+            rest[repeated] = draw_extra(repeated)
+        slots = np.concatenate([first, rest])
+        label_rows = np.concatenate([np.arange(n_samples), rows])
+        Y = sp.csr_matrix((np.ones(slots.size, np.float32), (label_rows, label_of_slot[slots])),
+                          shape=(n_samples, n_labels))
+        Y.sum_duplicates()
+        Y.data[:] = 1.0
+
+        # Words: each point's length is Poisson(avg_words), split by word_mix.
+        length = np.maximum(1, rng.poisson(avg_words, size=n_samples))
+        n_label_w = rng.binomial(length, word_mix[0])
+        n_topic_w = rng.binomial(length - n_label_w, word_mix[1] / max(1e-12, word_mix[1] + word_mix[2]))
+        n_corpus_w = length - n_label_w - n_topic_w
+        # Label words: from a uniformly chosen label of the point, a random one of its words.
+        lw_rows = np.repeat(np.arange(n_samples), n_label_w)
+        start = np.concatenate([[0], np.cumsum(counts - 1)])  # where each point's extra labels begin in `rest`
+        pick = (rng.random(lw_rows.size) * counts[lw_rows]).astype(np.int64)
+        lw_slot = slots[np.where(pick == 0, lw_rows, n_samples + start[lw_rows] + pick - 1)]
+        lw = own[lw_slot, rng.integers(0, label_words, size=lw_rows.size)]
+        tw_rows = np.repeat(np.arange(n_samples), n_topic_w)
+        tw = topic_vocab[topic[tw_rows], _draw(vocab_cdf, rng.random(tw_rows.size))]
+        cw_rows = np.repeat(np.arange(n_samples), n_corpus_w)
+        cw = corpus_words(cw_rows.size)
+
+        all_rows = np.concatenate([lw_rows, tw_rows, cw_rows])
+        X = sp.csr_matrix((np.ones(all_rows.size, np.float32), (all_rows, np.concatenate([lw, tw, cw]))),
+                          shape=(n_samples, n_features), dtype=np.float32)
+        X.sum_duplicates()  # term counts
+        df = np.bincount(X.indices, minlength=n_features)
+        idf = np.log((1.0 + n_samples) / (1.0 + df)).astype(np.float32) + 1.0
+        X.data *= idf[X.indices]
+        return Split(unit_rows(X), Y)
 
 
 def catalogue_amazon670k(n_train: int = AMAZON670K_SHAPE["n_train"], n_test: int = AMAZON670K_SHAPE["n_test"], *,

@@ -114,8 +114,8 @@ def test_generated_file_round_trip_gzip_and_cache(tmp_path):
     first = load_xc(path)
     assert_same(first, ref_X, ref_Y)
     assert np.allclose(first.X.toarray(), d.X.toarray(), atol=1e-5) and (first.Y != d.Y).nnz == 0
-    cache = tmp_path / "train.txt.xc.slidecache.npz"
-    assert cache.exists()
+    cache = tmp_path / "train.txt.shards"
+    assert (cache / "manifest.json").exists()
     assert_same(load_xc(path), ref_X, ref_Y)  # from the cache
     gz = tmp_path / "train.txt.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
@@ -136,7 +136,7 @@ def test_a_damaged_cache_is_ignored(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text("1 6 4\n0 1:0.5\n")
     load_xc(path)
-    (tmp_path / "d.txt.xc.slidecache.npz").write_bytes(b"junk")
+    (tmp_path / "d.txt.shards" / "part-00000.shard").write_bytes(b"junk")
     assert load_xc(path).X[0, 1] == pytest.approx(0.5)
 
 
