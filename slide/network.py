@@ -20,6 +20,7 @@ from . import _core, memory
 from ._inputs import MAX_DIM, LabelsLike, as_features, as_labels
 from .callbacks import CallbackList
 from .config import LSHConfig
+from .datasets.stream import Stream
 from .modes import DEFAULT_MODE, check_mode, mode_of
 from .settings import NETWORK, defaults
 from .early_stopping import BestTracker, check_monitor, held_out_rows, restore, snapshot
@@ -393,7 +394,7 @@ class Network(word_vectors.WordVectorLookup):
     def fit(
         self,
         X,
-        Y: LabelsLike,
+        Y: Optional[LabelsLike] = None,
         *,
         epochs: int = 1,
         batch_size: int = 128,
@@ -408,10 +409,13 @@ class Network(word_vectors.WordVectorLookup):
         callback=None,
         callbacks: Optional[Sequence[Any]] = None,
     ) -> History:
-        """Train on X (samples x input_dim, sparse) and Y (labels).
+        """Train on X (samples x input_dim, sparse) and Y (labels), or on data streamed in pieces.
 
         Args:
-            X: float features, scipy.sparse (CSR preferred) or a 2-D NumPy array.
+            X: float features, scipy.sparse (CSR preferred) or a 2-D NumPy array. Or, with Y
+                omitted, data larger than memory: a `slide.datasets.Stream` (a shard folder read
+                shard by shard, shuffled by the stream's own seed), or any iterable of (X, Y)
+                pieces, trained in the order given (a one-pass iterator allows one epoch).
             Y: labels: a sparse samples x output_dim matrix, a 0/1 indicator matrix, a 1-D vector of
                 class ids, or one label id or list of label ids per sample.
             epochs: passes over the data (at most; see early_stopping).
@@ -456,7 +460,19 @@ class Network(word_vectors.WordVectorLookup):
             raise ValueError("give validation_data or validation_split, not both")
         if early_stopping is not None:
             _check_int("early_stopping (epochs of patience)", early_stopping, 1)
-        data = self.prepare(X, Y)
+        streamed = Y is None
+        if streamed:
+            pieces = _Pieces(self, X, epochs)
+            if validation_split:
+                raise ValueError("validation_split needs the training data in memory; with a stream, pass "
+                                 "validation_data (or hold rows out with Stream.hold_out)")
+            n = pieces.samples_per_epoch
+            if n is None and self.lr_schedule_steps is None and (self.lr_schedule != "constant" or self.lr_warmup):
+                raise ValueError(f"lr_schedule={self.lr_schedule!r} (or lr_warmup) over an iterable of pieces needs "
+                                 "lr_schedule_steps, since the steps of an epoch are not known in advance; or pass "
+                                 "a slide.datasets.Stream")
+        else:
+            data = self.prepare(X, Y)
         val = None
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
@@ -470,11 +486,12 @@ class Network(word_vectors.WordVectorLookup):
         check_monitor(monitor, self._ranks(None))
         tracker = BestTracker(monitor, early_stopping)
         best_parameters = None
-        n = len(data)
+        if not streamed:
+            n = len(data)
         if n == 0:
             raise ValueError("X has no rows to train on")
-        steps_per_epoch = -(-n // batch_size)
-        total_steps = steps_per_epoch * epochs
+        steps_per_epoch = -(-n // batch_size) if n is not None else None
+        total_steps = steps_per_epoch * epochs if n is not None else None
         rng = np.random.default_rng(self.seed + self._core.counters()["step"])
         history = History()
         self.interrupted = False
@@ -482,12 +499,15 @@ class Network(word_vectors.WordVectorLookup):
         on_batch = (lambda step, logs: hooks.call("on_batch_end", self, step, logs)) if hooks.wants_batches() else None
         hooks.call("on_train_begin", self)
         for epoch in range(epochs):
-            order = rng.permutation(n) if shuffle else np.arange(n)
-            lr = self._rate(epoch * steps_per_epoch, total_steps)
+            lr = self._rate(epoch * (steps_per_epoch or 0), total_steps)
             t0 = time.perf_counter()
             bar = progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
             try:
-                totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar, on_batch=on_batch)
+                if streamed:
+                    totals = self._train_pieces(pieces.epoch(epoch, batch_size), batch_size, lr, bar, on_batch)
+                else:
+                    order = rng.permutation(n) if shuffle else np.arange(n)
+                    totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar, on_batch=on_batch)
             except TrainingInterrupted as stop:
                 totals = stop.totals
                 self.interrupted = history.interrupted = True
@@ -525,13 +545,34 @@ class Network(word_vectors.WordVectorLookup):
         if best_parameters is not None and tracker.best_at != len(history.epochs):
             restore(self, best_parameters)
             history.restored_best = True
-        if self.neighbours:
+        if self.neighbours and streamed:
+            log.info("fit on a stream: no nearest-neighbour memory (it needs the training points in memory); "
+                     "predictions use the network alone, or call remember() with the points to vote")
+        elif self.neighbours:
             self.remember(data.X, data.Y)
             if val is not None and monitor != "loss":
                 history.neighbour_weight_scores = self.tune_neighbour_weight(*val, monitor=monitor,
                                                                              mode=validation_mode)
         hooks.call("on_train_end", self, history)
         return history
+
+    def _train_pieces(self, pieces, batch_size: int, lr, bar, on_batch) -> dict[str, float]:
+        """train_rows over consecutive pieces, as one call: the rate's batch index runs on across them."""
+        totals = {"loss": 0.0, "samples": 0, "active": 0}
+        batches = 0
+        for data, order in pieces:
+            at = batches
+            try:
+                got = self.train_rows(data, order, batch_size=batch_size, lr=lambda b: lr(at + b), bar=bar,
+                                      on_batch=on_batch)
+            except TrainingInterrupted as stop:
+                for k in totals:
+                    totals[k] += stop.totals[k]
+                raise TrainingInterrupted(stop.rows_done, totals) from None
+            for k in totals:
+                totals[k] += got[k]
+            batches += -(-len(order) // batch_size)
+        return totals
 
     def _rate(self, first_step_of_call: int, steps_of_call: Optional[int]):
         """The learning rate as a function of the batch index within a piece of training that
@@ -767,6 +808,39 @@ def _network_from_bytes(cls, data: bytes) -> "Network":
     from .model_file import network_from_bytes
 
     return network_from_bytes(cls, data)
+
+
+class _Pieces:
+    """What `fit` trains on when Y is omitted: a Stream, or an iterable of (X, Y) pieces."""
+
+    def __init__(self, network: "Network", source: Any, epochs: int) -> None:
+        self.network, self.source = network, source
+        self.samples_per_epoch = source.samples_per_epoch if isinstance(source, Stream) else None
+        if not isinstance(source, Stream):
+            if sp.issparse(source) or isinstance(source, np.ndarray):
+                raise ValueError("fit(X) without Y: X must be a slide.datasets.Stream or an iterable of (X, Y) "
+                                 "pieces; for a matrix, pass its labels as Y")
+            try:
+                is_iterator = iter(source) is source
+            except TypeError:
+                raise ValueError(f"fit(X) without Y needs a slide.datasets.Stream or an iterable of (X, Y) pieces, "
+                                 f"got {type(source).__name__}") from None
+            if is_iterator and epochs > 1:
+                raise ValueError("an iterator of pieces can be read once, so it trains one epoch; pass epochs=1, a "
+                                 "list, or a slide.datasets.Stream")
+
+    def epoch(self, epoch: int, batch_size: int):
+        net = self.network
+        if isinstance(self.source, Stream):
+            prepare = lambda split: net.prepare(split.X, split.Y)  # noqa: E731
+            for segment in self.source.segments(epoch, batch_size=batch_size, prepare=prepare):
+                yield segment.data, segment.order
+            return
+        for i, piece in enumerate(self.source):
+            if not isinstance(piece, (tuple, list)) or len(piece) != 2:
+                raise ValueError(f"piece {i} of the training data is not an (X, Y) pair")
+            data = net.prepare(*piece)
+            yield data, np.arange(len(data))
 
 
 def _hold_out(data: TrainingData, share: float, seed: int) -> tuple[TrainingData, tuple]:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
+from .datasets.stream import Stream as DataStream
 from .datasets.synthetic import Split
 from .atomic_files import atomic_write, remove_stale_temporaries
 from .model_file import read_header
@@ -59,20 +60,34 @@ class Position:
 
 
 @dataclass
-class Stream:
-    """Training data as segments per epoch: in-memory data is one segment; a corpus is many."""
+class TrainingSource:
+    """Training data as segments per epoch: in-memory data is one segment; a corpus or a shard
+    folder is many. `segments(epoch, start)` yields (data, order) from the `start`-th segment on."""
 
-    segments: Callable[[int], Iterator[tuple[TrainingData, np.ndarray]]]
+    segments: Callable[[int, int], Iterator[tuple[TrainingData, np.ndarray]]]
     samples_per_epoch: int
 
 
-def in_memory_stream(net: Network, train: Split, seed: int) -> Stream:
+def in_memory_source(net: Network, train: Split, seed: int, shuffle: bool = True) -> TrainingSource:
     data = net.prepare(train.X, train.Y)
 
-    def segments(epoch: int):
-        yield data, np.random.default_rng([seed, epoch]).permutation(len(data))
+    def segments(epoch: int, start: int = 0):
+        if start == 0:
+            yield data, (np.random.default_rng([seed, epoch]).permutation(len(data)) if shuffle
+                         else np.arange(len(data)))
 
-    return Stream(segments, len(data))
+    return TrainingSource(segments, len(data))
+
+
+def streamed_source(net: Network, stream: "DataStream", batch_size: int) -> TrainingSource:
+    """A shard folder read shard by shard; each shard is prepared on the reading thread."""
+    prepare = lambda split: net.prepare(split.X, split.Y)  # noqa: E731
+
+    def segments(epoch: int, start: int = 0):
+        for segment in stream.segments(epoch, batch_size=batch_size, start=start, prepare=prepare):
+            yield segment.data, segment.order
+
+    return TrainingSource(segments, stream.samples_per_epoch)
 
 
 # Seconds of evaluation a run may always spend, however short its training: small runs evaluate
@@ -195,7 +210,7 @@ def _subsample(split: Split, n: Optional[int], seed: int) -> Split:
     return Split(split.X[rows], split.Y[rows])
 
 
-def run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
+def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
         title: str = "", validation: Optional[Split] = None, memory: Optional[Split] = None) -> dict:
     """Train until `s.epochs` epochs are done; returns the final test report. With `validation`,
     every epoch is scored on it, the best epoch's parameters are kept in best.npz, training stops
@@ -254,11 +269,12 @@ def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
     return Network.from_config(net.get_config()), Position()
 
 
-def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str,
+def _run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str,
          validation: Optional[Split], memory: Optional[Split], best: BestEpoch) -> dict:
     eval_split = _subsample(test, s.eval_samples, seed=1)
     last_checkpoint = time.perf_counter()
-    piece = max(s.batch_size, min(s.eval_every, s.batch_size * 50))
+    # Whole batches, so that where pieces and segments end never changes the batches trained.
+    piece = max(1, min(s.eval_every, s.batch_size * 50) // s.batch_size) * s.batch_size
     total_steps = -(-stream.samples_per_epoch // s.batch_size) * s.epochs
     tracker = None
     if validation is not None:
@@ -299,9 +315,7 @@ def _run(net: Network, stream: Stream, test: Split, run_dir: Path, s: RunSetting
     while pos.epoch < s.epochs and not pos.stopped_early:
         bar = progress_bar(stream.samples_per_epoch, f"epoch {pos.epoch + 1}/{s.epochs}", s.progress)
         try:
-            for index, (data, order) in enumerate(stream.segments(pos.epoch)):
-                if index < pos.segment:
-                    continue
+            for index, (data, order) in enumerate(stream.segments(pos.epoch, pos.segment), start=pos.segment):
                 if bar is not None and pos.row:
                     bar.update(pos.row)
                 while pos.row < len(order):

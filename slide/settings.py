@@ -79,13 +79,19 @@ def _table(*settings: Setting) -> dict[str, Setting]:
 # Top-level keys of run.toml (and the flags that set them).
 RUN = _table(
     Setting("dataset", "str", "a named dataset (slide data info NAME)", flag="--dataset"),
-    Setting("train_file", "path", "a training file in Extreme Classification format", flag="--train"),
+    Setting("train_file", "path", "a training file in Extreme Classification format, or a shard folder "
+            "(slide data convert)", flag="--train"),
     Setting("test_file", "path", "the matching test file", flag="--test"),
     Setting("data_dir", "path", "where named datasets live", flag="--data-dir"),
     Setting("train_samples", "int", "use only the first N training points", 1, flag="--train-samples"),
     Setting("test_samples", "int", "use only N (shuffled) test points", 1, flag="--test-samples"),
     Setting("threads", "int", "worker threads (default: the CPUs this process may use)", 1, 1024, flag="--threads"),
     Setting("seed", "int", "seeds weights, hash functions, shuffling", 0, MAX_SEED, flag="--seed"),
+    Setting("stream", "bool", "train from shards read one at a time (a file is converted first, beside it) "
+            "instead of loading the training data; automatic when it would not fit in memory", flag="--stream",
+            default=False),
+    Setting("shuffle", "bool", "reshuffle the training points every epoch (streamed: the shard order and the "
+            "points inside each shard)", default=True),
     Setting("epochs", "int", "passes over the training data", 1, 1_000_000, flag="--epochs"),
     Setting("batch_size", "int", "samples per optimizer step", 1, 1 << 20, flag="--batch-size"),
     Setting("eval_every", "int", "samples between periodic evaluations (default: a quarter epoch)", 1, flag="--eval-every"),

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..datasets.pieces import read_pieces
 from ..network import Network
 from .. import runs
 from ..settings import RUN
@@ -42,6 +43,9 @@ def main(args: argparse.Namespace) -> int:
             RUN[name].check(getattr(args, name), flag)
     net = Network.load(model_path(args.model), threads=args.threads)
     cfg = runs.read_config(args.model) if args.model.is_dir() else {}
+    if args.test_file and args.test_samples is None:  # the whole file, a piece at a time
+        report, points = streamed_report(net, Path(args.test_file), args.mode)
+        return _print(report, points, args)
     if args.test_file:
         from ..datasets.xc_files import load_xc
 
@@ -52,9 +56,28 @@ def main(args: argparse.Namespace) -> int:
                       "test_file": cfg.get("test_file"), "data_dir": args.data_dir or cfg.get("data_dir"),
                       "test_samples": args.test_samples or cfg.get("test_samples")}
         test = resolve(source_cfg).test
-    report = net.evaluate(test.X, test.Y, mode=args.mode)
+    return _print(net.evaluate(test.X, test.Y, mode=args.mode), len(test), args)
+
+
+def streamed_report(net: Network, path: Path, mode: str) -> tuple[dict, int]:
+    """The report over every point of `path`, read a piece at a time: each metric is a mean over
+    points, so the pieces' means weighted by their sizes give it exactly."""
+    sums: dict[str, float] = {}
+    points = 0
+    for piece in read_pieces(path):
+        if len(piece) == 0:
+            continue
+        for k, v in net.evaluate(piece.X, piece.Y, mode=mode).items():
+            sums[k] = sums.get(k, 0.0) + v * len(piece)
+        points += len(piece)
+    if points == 0:
+        raise ValueError(f"{path} holds no points to evaluate on")
+    return {k: v / points for k, v in sums.items()}, points
+
+
+def _print(report: dict, points: int, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
     else:
-        print(f"{len(test):,} test points ({args.mode}): " + ", ".join(f"{k} {v:.4f}" for k, v in report.items()))
+        print(f"{points:,} test points ({args.mode}): " + ", ".join(f"{k} {v:.4f}" for k, v in report.items()))
     return 0

@@ -1,5 +1,6 @@
 """`slide predict MODEL FILE -k 5`: the top-k labels of every point of FILE, one line per point:
-`id:score id:score ...` (scores are logits), written atomically."""
+`id:score id:score ...` (scores are logits). FILE is read and answered a piece at a time, so it
+may be larger than memory; the output appears atomically when every point is done."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..datasets.xc_files import load_xc
+from ..datasets.pieces import read_pieces
 from ..atomic_files import atomic_write
 from ..network import Network
 from ..paths import refuse_overwriting_inputs
@@ -31,16 +32,25 @@ def main(args: argparse.Namespace) -> int:
     if out is not None:  # before any work: an output never lands on an input
         refuse_overwriting_inputs(out, {"input data file": args.file, "model file": model})
     net = Network.load(model, threads=args.threads)
-    data = load_xc(args.file, cache=False)
-    if data.X.shape[1] != net.input_dim:
-        raise ValueError(f"{args.file} has {data.X.shape[1]:,} features but the model expects {net.input_dim:,}")
-    ids, scores = net.predict(data.X, k=args.k, mode=args.mode)
-    lines = [" ".join(f"{i}:{s:.6g}" for i, s in zip(row_ids, row_scores) if i >= 0)
-             for row_ids, row_scores in zip(ids, scores)]
-    text = ("\n".join(lines) + "\n").encode()
+    points = 0
+
+    def write(f) -> None:
+        nonlocal points
+        for piece in read_pieces(args.file):
+            if piece.X.shape[1] != net.input_dim:
+                raise ValueError(f"{args.file} has {piece.X.shape[1]:,} features but the model expects "
+                                 f"{net.input_dim:,}")
+            ids, scores = net.predict(piece.X, k=args.k, mode=args.mode)
+            lines = [" ".join(f"{i}:{s:.6g}" for i, s in zip(row_ids, row_scores) if i >= 0)
+                     for row_ids, row_scores in zip(ids, scores)]
+            if lines:
+                f.write(("\n".join(lines) + "\n").encode())
+            points += len(lines)
+
     if out is None:
-        sys.stdout.write(text.decode())
+        write(sys.stdout.buffer)
+        sys.stdout.flush()
         return 0
-    atomic_write(out, lambda f: f.write(text))
-    print(f"wrote the top {args.k} labels of {len(lines):,} points to {out}")
+    atomic_write(out, write)
+    print(f"wrote the top {args.k} labels of {points:,} points to {out}")
     return 0

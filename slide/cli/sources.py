@@ -16,10 +16,14 @@ from ..datasets.catalogue import catalogue_amazon670k
 from ..datasets.synthetic import Split, small_default, synthetic_amazon670k
 from ..datasets.text8 import load_text8
 from ..datasets.arff import load_arff
-from ..datasets.xc_files import load_xc
+from ..datasets.shards import MANIFEST, ShardFolder
+from ..datasets.stream import Stream
+from ..datasets.xc_files import load_xc, stream_shards
 from ..early_stopping import held_out_rows
 from ..network import Network
-from ..runs import Stream, in_memory_stream
+from ..memory import available_bytes
+from ..paths import regular_file
+from ..runs import TrainingSource, in_memory_source, streamed_source
 from ..shape_defaults import preset_for_shape
 
 log = logging.getLogger("slide")
@@ -34,7 +38,7 @@ class Source:
     input_dim: int
     output_dim: int
     test: Split
-    make_stream: Any  # (Network, seed) -> Stream
+    make_stream: Any  # (Network, seed) -> runs.TrainingSource
     preset: dict
     files: tuple[Path, ...] = ()  # the data files read (generated data has none)
     validation: Optional[Split] = None  # held out from the training data (validation_split)
@@ -52,8 +56,15 @@ def limit(split: Split, n: Optional[int]) -> Split:
     return split if n is None else Split(split.X[:n], split.Y[:n])
 
 
+def identifying_files(*paths: Path) -> tuple[Path, ...]:
+    """The files that identify the data a run reads: a file itself, or a shard folder's manifest
+    (which holds every shard's CRC-32)."""
+    return tuple(p / MANIFEST if p.is_dir() else p for p in paths)
+
+
 def load_file(path: Path) -> Split:
-    """A data file: multi-label ARFF (Mulan/MEKA) by its name, else Extreme Classification format."""
+    """A data file: multi-label ARFF (Mulan/MEKA) by its name, else Extreme Classification format
+    (or a shard folder of it)."""
     arff = path.name.lower().endswith((".arff", ".arff.gz"))
     return load_arff(path) if arff else load_xc(path)
 
@@ -65,8 +76,10 @@ def resolve(cfg: dict) -> Source:
     if cfg.get("train_file"):
         if not cfg.get("test_file"):
             raise ValueError("--train FILE needs --test FILE as well")
-        files = (Path(cfg["train_file"]), Path(cfg["test_file"]))
-        train, test = load_file(files[0]), load_file(files[1])
+        if should_stream(cfg):
+            return _streamed_source(cfg, t0)
+        train, test = load_file(Path(cfg["train_file"])), load_file(Path(cfg["test_file"]))
+        files = identifying_files(Path(cfg["train_file"]), Path(cfg["test_file"]))
         if train.X.shape[1] != test.X.shape[1] or train.Y.shape[1] != test.Y.shape[1]:
             raise ValueError(f"{cfg['train_file']} and {cfg['test_file']} disagree on the number of features or labels "
                              f"({train.X.shape[1]} x {train.Y.shape[1]} vs {test.X.shape[1]} x {test.Y.shape[1]})")
@@ -98,7 +111,79 @@ def resolve(cfg: dict) -> Source:
           + f", {train.X.shape[1]:,} features, {train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)",
           flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,
-                  lambda net, s: in_memory_stream(net, train, s), preset, files, validation, memory=train)
+                  lambda net, s: in_memory_source(net, train, s, shuffle=cfg.get("shuffle", True)), preset, files,
+                  validation, memory=train)
+
+
+# Bytes in memory per byte of XC text while it is parsed and prepared for training (the text
+# itself, the parsed CSR arrays and the engine's copy), and per byte of shards.
+TEXT_EXPANSION = 2.5
+SHARD_EXPANSION = 3.0
+GZIP_RATIO = 5.0  # a typical XC text's compression; gzip cannot say its size without reading it
+
+
+def in_memory_estimate(path: Path) -> int:
+    """What loading `path` (file or shard folder) for training would take, roughly."""
+    if path.is_dir():
+        return int(ShardFolder.open(path).payload_bytes * SHARD_EXPANSION)
+    size = regular_file(path, "data file").stat().st_size  # never open a FIFO or device to peek at it
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    return int(size * TEXT_EXPANSION * (GZIP_RATIO if gz else 1.0))
+
+
+def should_stream(cfg: dict) -> bool:
+    """--stream, or training data that would take more than half the memory available."""
+    if cfg.get("stream"):
+        return True
+    path = Path(cfg["train_file"])
+    if path.name.lower().endswith((".arff", ".arff.gz")):
+        return False
+    need = in_memory_estimate(path)
+    room, where = available_bytes()
+    if room is not None and need > room / 2:
+        cfg["stream"] = True  # recorded in the run's config, so a resume streams the same way
+        print(f"streaming the training data: loaded, it would take about {need / 2**30:.1f} GiB of the "
+              f"{room / 2**30:.1f} GiB available ({where})", flush=True)
+        return True
+    return False
+
+
+def _streamed_source(cfg: dict, t0: float) -> Source:
+    """Training data streamed from shards (a folder, or a file converted once beside itself); the
+    test file is loaded. A validation split holds out at most eval_samples points, gathered from
+    the shards; the nearest-neighbour vote needs the training points in memory and is off."""
+    train_path, test_path = Path(cfg["train_file"]), Path(cfg["test_file"])
+    if train_path.name.lower().endswith((".arff", ".arff.gz")):
+        raise ValueError(f"{train_path}: ARFF files are loaded, not streamed; convert them to the Extreme "
+                         "Classification format to stream")
+    if cfg.get("train_samples"):
+        raise ValueError("train_samples (--train-samples) selects points of data in memory; a streamed run trains "
+                         "on the whole folder")
+    folder = stream_shards(train_path)
+    test = load_file(test_path)
+    if folder.num_features != test.X.shape[1] or folder.num_labels != test.Y.shape[1]:
+        raise ValueError(f"{train_path} and {test_path} disagree on the number of features or labels "
+                         f"({folder.num_features} x {folder.num_labels} vs {test.X.shape[1]} x {test.Y.shape[1]})")
+    seed = cfg.get("seed", 0)
+    stream = Stream(folder.path, shuffle=cfg.get("shuffle", True), seed=seed)
+    if cfg.get("validation_split") is None:
+        cfg["validation_split"] = preset_for_shape(folder.num_features, folder.num_labels)[0].get("validation_split")
+    validation = None
+    if cfg.get("validation_split"):
+        held = held_out_rows(folder.num_points, cfg["validation_split"], seed)[1]
+        cap = cfg.get("eval_samples") or len(held)
+        validation = stream.hold_out(held[np.sort(np.random.default_rng([seed, 1]).permutation(len(held))[:cap])])
+    test = limit(shuffled(test, seed), cfg.get("test_samples"))
+    files = identifying_files(train_path, test_path)
+    print(f"data: {train_path.name}, streamed from {len(folder)} shards in {folder.path}: "
+          f"{stream.samples_per_epoch:,} train / {len(test):,} test points"
+          + (f" / {len(validation):,} held out for validation" if validation else "")
+          + f", {folder.num_features:,} features, {folder.num_labels:,} labels ({time.perf_counter() - t0:.1f}s); "
+          "no nearest-neighbour vote (it needs the training points in memory)", flush=True)
+    return Source(train_path.name, folder.num_features, folder.num_labels, test,
+                  lambda net, s: streamed_source(net, stream, cfg["batch_size"]), registry.SLIDE_PRESET, files,
+                  validation, memory=None)
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:
@@ -112,15 +197,17 @@ def _text8_source(info, cfg: dict, t0: float) -> Source:
     chunk = 1_000_000
     limit = cfg.get("train_samples")
 
-    def make_stream(net: Network, seed: int) -> Stream:
-        def segments(epoch: int):
+    def make_stream(net: Network, seed: int) -> TrainingSource:
+        def segments(epoch: int, start: int = 0):
             end = corpus.train_end if limit is None else min(corpus.train_end, limit)
             for index, begin in enumerate(range(0, end, chunk)):
+                if index < start:
+                    continue
                 split = corpus.samples(begin, min(begin + chunk, end), seed=seed + 7919 * epoch)
                 data = net.prepare(split.X, split.Y)
                 yield data, np.random.default_rng([seed, epoch, index]).permutation(len(data))
 
-        return Stream(segments, corpus.train_end if limit is None else min(corpus.train_end, limit))
+        return TrainingSource(segments, corpus.train_end if limit is None else min(corpus.train_end, limit))
 
     print(f"data: text8, {len(corpus.ids):,} words, vocabulary {corpus.vocab_size:,}, {len(test):,} test samples "
           f"({time.perf_counter() - t0:.1f}s)", flush=True)

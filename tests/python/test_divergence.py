@@ -78,7 +78,7 @@ def _settings(**kw):
 
 def test_run_stops_and_keeps_the_last_good_checkpoint_byte_for_byte(tmp_path, monkeypatch):
     net, train, test = _problem(optimizer="adam", lr=1e-2)
-    stream = runs.in_memory_stream(net, train, seed=0)
+    stream = runs.in_memory_source(net, train, seed=0)
     snapshots = []
     original_save = runs.save_checkpoint
 
@@ -98,7 +98,7 @@ def test_run_stops_and_keeps_the_last_good_checkpoint_byte_for_byte(tmp_path, mo
 
 def test_run_backs_off_from_the_last_good_checkpoint_and_finishes(tmp_path, monkeypatch):
     net, train, test = _problem(optimizer="adam", lr=1e-2)
-    stream = runs.in_memory_stream(net, train, seed=0)
+    stream = runs.in_memory_source(net, train, seed=0)
     _poison_after(monkeypatch, 5, clean_below=1e-2)
     final = runs.run(net, stream, test, tmp_path, _settings(on_divergence="backoff"))
     backoffs = [r for r in runs.read_metrics(tmp_path) if r["kind"] == "backoff"]
@@ -110,7 +110,7 @@ def test_run_backs_off_from_the_last_good_checkpoint_and_finishes(tmp_path, monk
 
 def test_run_gives_up_after_max_backoffs(tmp_path, monkeypatch):
     net, train, test = _problem(optimizer="adam", lr=1e-2)
-    stream = runs.in_memory_stream(net, train, seed=0)
+    stream = runs.in_memory_source(net, train, seed=0)
     _poison_after(monkeypatch, 0, clean_below=0.0)  # diverges at every rate, from the first batch
     with pytest.raises(TrainingDiverged, match="after 2 learning-rate back-offs; no checkpoint had been written"):
         runs.run(net, stream, test, tmp_path, _settings(on_divergence="backoff", max_backoffs=2))

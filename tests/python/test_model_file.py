@@ -239,7 +239,7 @@ def test_a_full_disk_stops_the_run_with_the_previous_checkpoint_intact(tiny_file
     settings = runs.RunSettings(epochs=3, batch_size=100, eval_every=10**9, eval_samples=50, checkpoint_every=0.0,
                                 progress=False)
     with pytest.raises(OSError) as info:
-        runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tiny_filesystem, settings)
+        runs.run(net, runs.in_memory_source(net, train, seed=0), test, tiny_filesystem, settings)
     assert info.value.errno == errno.ENOSPC
     assert "checkpoint.npz" in str(info.value) and "No space left on device" in str(info.value)
     leftovers = sorted(p.name for p in tiny_filesystem.iterdir())

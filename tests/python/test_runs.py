@@ -20,7 +20,7 @@ def _setup():
 def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_path, monkeypatch):
     net, train, test, settings = _setup()
     (tmp_path / "a").mkdir()
-    runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / "a", settings)
+    runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / "a", settings)
     reference = {k: v.copy() for k, v in net.weights().items()}
 
     net, train, test, settings = _setup()
@@ -36,11 +36,11 @@ def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_pat
 
     monkeypatch.setattr(slide.Network, "evaluate", flaky)
     with pytest.raises(TrainingInterrupted):
-        runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / "b", settings)
+        runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / "b", settings)
     monkeypatch.setattr(slide.Network, "evaluate", original)
     resumed, pos = runs.load_checkpoint(tmp_path / "b")
     assert 0 < pos.samples < 4000
-    runs.run(resumed, runs.in_memory_stream(resumed, train, seed=0), test, tmp_path / "b", settings, pos)
+    runs.run(resumed, runs.in_memory_source(resumed, train, seed=0), test, tmp_path / "b", settings, pos)
     for name, w in reference.items():
         np.testing.assert_array_equal(resumed.weights()[name], w, err_msg=name)
 
@@ -49,7 +49,7 @@ def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_
     monkeypatch.setattr(runs, "EVAL_BUDGET_FLOOR", 0.0)
     net, train, test, settings = _setup()
     settings.eval_budget, settings.epochs = 0.0, 3
-    final = runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path, settings)
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
     records = runs.read_metrics(tmp_path)
     kinds = [r["kind"] for r in records]
     # The first evaluation finds nothing spent yet; after it, a zero budget allows none until the final one.
@@ -62,7 +62,7 @@ def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_
 def test_checkpoints_follow_the_interval_and_the_end_of_the_run_not_every_epoch(tmp_path):
     net, train, test, settings = _setup()
     settings.epochs = 3  # checkpoint_every=1e9: only the end of the run writes one
-    final = runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path, settings)
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
     assert final["checkpoints"] == 1
     resumed, pos = runs.load_checkpoint(tmp_path)
     assert pos.epoch == 3 and pos.samples == 3 * len(train)
@@ -70,7 +70,7 @@ def test_checkpoints_follow_the_interval_and_the_end_of_the_run_not_every_epoch(
     net, train, test, settings = _setup()
     settings.checkpoint_every = 0.0  # at every epoch end (and after every piece)
     (tmp_path / "every").mkdir()
-    final = runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / "every", settings)
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / "every", settings)
     assert final["checkpoints"] >= settings.epochs
 
 
@@ -81,6 +81,6 @@ def test_the_final_model_leaves_out_the_optimizer_state_unless_asked(tmp_path):
         net, train, test, settings = _setup()
         settings.final_model_optimizer = keep
         (tmp_path / str(keep)).mkdir()
-        runs.run(net, runs.in_memory_stream(net, train, seed=0), test, tmp_path / str(keep), settings)
+        runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / str(keep), settings)
         assert read_header(tmp_path / str(keep) / runs.MODEL)["include_optimizer"] is keep
         assert read_header(tmp_path / str(keep) / runs.CHECKPOINT)["include_optimizer"] is True
