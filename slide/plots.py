@@ -10,6 +10,20 @@ log = logging.getLogger("slide")
 _warned = False
 
 
+def load_matplotlib() -> bool:
+    """Import matplotlib now, before training: an interrupt that lands inside an import comes out
+    of it as a RuntimeError, not a KeyboardInterrupt, and would crash the run instead of
+    checkpointing it. False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
     """Write a PNG from metrics.jsonl records; returns False (and logs why) when it cannot."""
     points = [r for r in records if "P@1" in r]

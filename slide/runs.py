@@ -21,7 +21,7 @@ from .datasets.synthetic import Split
 from .atomic_files import atomic_write, remove_stale_temporaries
 from .model_file import read_header
 from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted
-from .plots import plot_progress
+from .plots import load_matplotlib, plot_progress
 from .progress import progress_bar
 from .best_epoch import BEST, BestEpoch
 from .early_stopping import BestTracker
@@ -224,6 +224,7 @@ def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Run
     if not 0.0 < s.backoff_factor < 1.0:
         raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
     s.check()
+    load_matplotlib()
     pos = pos or Position()
     for tmp in remove_stale_temporaries(run_dir):
         log.info("removed %s, left by a run that was killed while writing", tmp.name)
