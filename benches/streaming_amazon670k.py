@@ -69,19 +69,17 @@ def prefix(path: Path, out: Path, nbytes: int) -> int:
 
 
 def child(code: str, *, address_limit: int | None = None, args: list[str] | None = None) -> dict:
-    """Run Python code (or `python -m slide` with args) in a child; its peak RSS and wall time."""
+    """Run Python code (or `python -m slide` with args) in a child, under GNU time for its peak RSS."""
     cmd = [sys.executable, "-c", code] if args is None else [sys.executable, "-m", "slide", *args]
     if address_limit is not None:
         cmd = ["prlimit", f"--as={address_limit}", *cmd]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    cmd = ["/usr/bin/time", "-f", "PEAK_RSS_KB %M", *cmd]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    if before * 1024 >= peak:
-        print("  (peak RSS not above an earlier child's; the figure is an upper bound)")
+    peak = int(proc.stderr.rsplit("PEAK_RSS_KB", 1)[1].split()[0]) * 1024
     return {"seconds": round(seconds, 2), "peak_rss_bytes": peak, "stdout": proc.stdout}
 
 

@@ -13,11 +13,12 @@ from typing import BinaryIO, Callable
 from .paths import output_file
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+def atomic_write(path: Path, write: Callable[[BinaryIO], object], *, sync: bool = True) -> None:
     """Run write(file) on a temporary file beside `path`, fsync it, then rename it over `path`.
 
-    Raises OSError (same errno) naming `path`, what went wrong and that the previous file, if any,
-    is unchanged.
+    ``sync=False`` leaves the fsyncs to the caller (`fsync_files`), for files that are trusted only
+    once a later file, written with sync, says they are complete. Raises OSError (same errno)
+    naming `path`, what went wrong and that the previous file, if any, is unchanged.
     """
     path = output_file(path, "output")
     tmp, replaced = None, False
@@ -28,10 +29,12 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
         tmp, replaced = None, True
-        _fsync_dir(path.parent)
+        if sync:
+            _fsync_dir(path.parent)
     except OSError as e:
         if replaced:
             previous = "the new file is in place but its folder could not be synced"
@@ -44,6 +47,18 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def fsync_files(paths: "list[Path]") -> None:
+    """Flush files (and their folders) written with ``sync=False`` to the disk."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    for folder in {Path(p).parent for p in paths}:
+        _fsync_dir(folder)
 
 
 def _umask() -> int:

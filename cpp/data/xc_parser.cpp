@@ -6,6 +6,7 @@
 #include <cstring>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_set>
 
 namespace slide {
@@ -240,7 +241,30 @@ void XcStreamParser::read_point(const char* b, const char* e, std::int64_t line,
 }
 
 XcStreamParser::XcStreamParser() = default;
+
+XcStreamParser::XcStreamParser(std::int64_t num_points, std::int64_t num_features, std::int64_t num_labels,
+                               std::int64_t lines_before, std::int64_t points_before)
+    : has_header_(true),
+      num_points_(num_points),
+      num_features_(num_features),
+      num_labels_(num_labels),
+      line_(lines_before),
+      points_(points_before),
+      label_repeats_(std::make_unique<RepeatCheck>(num_labels)),
+      feature_repeats_(std::make_unique<RepeatCheck>(num_features)) {
+  if (num_points < 0 || num_features <= 0 || num_labels <= 0 || num_features > INT32_MAX || num_labels > INT32_MAX ||
+      lines_before < 1 || points_before < 0)
+    throw std::invalid_argument("XcStreamParser: counts out of range");
+}
 XcStreamParser::~XcStreamParser() = default;
+
+void XcStreamParser::restart(std::int64_t lines_before, std::int64_t points_before) {
+  if (!has_header_ || lines_before < line_ || points_before < 0)
+    throw std::invalid_argument("XcStreamParser.restart: only forwards, and only once the header is known");
+  line_ = lines_before;
+  points_ = points_before;
+  first_trailing_blank_ = 0;
+}
 
 XcData parse_xc(const char* text, std::size_t size) {
   XcStreamParser parser;

@@ -40,13 +40,24 @@ class RepeatCheck;
 class XcStreamParser {
  public:
   XcStreamParser();
+  // A parser for a piece in the middle of a file whose header is known: `lines_before` lines
+  // precede the piece (header included) and `points_before` points. Pieces parsed by several such
+  // parsers at once give what one parser fed them in order gives.
+  XcStreamParser(std::int64_t num_points, std::int64_t num_features, std::int64_t num_labels,
+                 std::int64_t lines_before, std::int64_t points_before);
   ~XcStreamParser();
+  // Go on at another piece of the same file (a mid-file parser only): the repeat checks key on
+  // line numbers, so their memory is reused as it is.
+  void restart(std::int64_t lines_before, std::int64_t points_before);
   // Appends the piece's points to `out` (CSR offsets continue from out's) and sets its header
   // counts. `last`: the file ends here, so the header's point count is checked.
   void feed(const char* text, std::size_t size, bool last, XcData& out);
   bool has_header() const { return has_header_; }
   std::int64_t points_read() const { return points_; }
   std::int64_t lines_read() const { return line_; }
+  // The first of the blank lines that end what was fed so far (0: it does not end in one): an
+  // error if any point follows.
+  std::int64_t first_trailing_blank() const { return first_trailing_blank_; }
 
  private:
   void read_header(const char* b, const char* e);

@@ -88,6 +88,8 @@ void bind_data(py::module_& m) {
   py::class_<XcStreamParser>(m, "XcStreamParser",
                              "The XC format fed in pieces that end at line breaks (the last may not).")
       .def(py::init<>())
+      .def(py::init<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>(), py::arg("num_points"),
+           py::arg("num_features"), py::arg("num_labels"), py::arg("lines_before"), py::arg("points_before"))
       .def(
           "feed",
           [](XcStreamParser& parser, const py::buffer& text, bool last) {
@@ -101,9 +103,11 @@ void bind_data(py::module_& m) {
             return to_dict(std::move(d));
           },
           py::arg("text"), py::arg("last"))
+      .def("restart", &XcStreamParser::restart, py::arg("lines_before"), py::arg("points_before"))
       .def_property_readonly("has_header", &XcStreamParser::has_header)
       .def_property_readonly("points_read", &XcStreamParser::points_read)
-      .def_property_readonly("lines_read", &XcStreamParser::lines_read);
+      .def_property_readonly("lines_read", &XcStreamParser::lines_read)
+      .def_property_readonly("first_trailing_blank", &XcStreamParser::first_trailing_blank);
 
   m.def(
       "tokenize_corpus",

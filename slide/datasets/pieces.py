@@ -7,13 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from .. import _core
 from ..paths import regular_file
-from .convert import BLOCK_BYTES, line_blocks
-from .errors import DataFormatError
 from .prefetch import prefetched
 from .shards import ShardFolder, arrays_to_split
 from .synthetic import Split
+from .xc_blocks import BLOCK_BYTES, parse_blocks
 
 
 def read_pieces(path: "str | Path", *, block_bytes: int = BLOCK_BYTES) -> Iterator[Split]:
@@ -25,16 +23,6 @@ def read_pieces(path: "str | Path", *, block_bytes: int = BLOCK_BYTES) -> Iterat
         yield from prefetched((folder.read(i) for i in range(len(folder))), depth=1)
         return
     path = regular_file(path, "data file")
-    parser = _core.XcStreamParser()
-
-    def parsed() -> Iterator[Split]:
-        for text, last in line_blocks(path, block_bytes):
-            try:
-                d = parser.feed(text, last)
-            except _core.ParseError as e:
-                line, message = e.args
-                raise DataFormatError(path, line, message) from None
-            if len(d["x_indptr"]) > 1 or last:
-                yield arrays_to_split(d, int(d["num_features"]), int(d["num_labels"]))
-
-    yield from prefetched(parsed(), depth=1)
+    for d in prefetched(parse_blocks(path, block_bytes), depth=1):
+        if len(d["x_indptr"]) > 1:
+            yield arrays_to_split(d, int(d["num_features"]), int(d["num_labels"]))

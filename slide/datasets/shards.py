@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
@@ -25,7 +26,7 @@ from typing import Any, BinaryIO, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ..atomic_files import atomic_write, remove_stale_temporaries
+from ..atomic_files import atomic_write, fsync_files, remove_stale_temporaries
 from .synthetic import Split
 
 MANIFEST = "manifest.json"
@@ -51,7 +52,8 @@ def shard_name(index: int) -> str:
     return f"part-{index:05d}.shard"
 
 
-def write_shard(path: Path, arrays: dict[str, np.ndarray], num_features: int, num_labels: int) -> dict:
+def write_shard(path: Path, arrays: dict[str, np.ndarray], num_features: int, num_labels: int, *,
+                sync: bool = True) -> dict:
     """Write one shard atomically; returns its manifest entry (file, rows, bytes, crc32)."""
     rows = len(arrays["x_indptr"]) - 1
     payload = [np.ascontiguousarray(arrays[name], dtype=dtype) for name, dtype in ARRAYS]
@@ -76,7 +78,7 @@ def write_shard(path: Path, arrays: dict[str, np.ndarray], num_features: int, nu
             f.write(memoryview(a).cast("B"))
         f.write(b"\0" * (total - f.tell()))
 
-    atomic_write(path, write)
+    atomic_write(path, write, sync=sync)
     return {"file": path.name, "rows": rows, "bytes": total, "crc32": crc}
 
 
@@ -256,6 +258,10 @@ class ShardWriter:
         self.entries: list[dict] = []
         self.pending: list[dict[str, np.ndarray]] = []
         self.pending_rows = 0
+        # Shards are written on a thread of their own, one at a time, while the next one fills; they
+        # are flushed to disk all at once before the manifest, which alone makes them trusted.
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="slide-shard-writer")
+        self._writing: Optional[Future] = None
         prepare_folder(self.path)
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
@@ -276,13 +282,23 @@ class ShardWriter:
             self.pending_rows = rest
 
     def _write(self, arrays: dict[str, np.ndarray]) -> None:
+        self._wait()
         name = shard_name(len(self.entries))
-        self.entries.append(write_shard(self.path / name, arrays, self.num_features, self.num_labels))
+        self._writing = self._writer.submit(write_shard, self.path / name, arrays, self.num_features,
+                                            self.num_labels, sync=False)
+
+    def _wait(self) -> None:
+        if self._writing is not None:
+            writing, self._writing = self._writing, None
+            self.entries.append(writing.result())
 
     def finish(self) -> ShardFolder:
         if self.pending_rows:
             self._write(concatenate(self.pending))
             self.pending, self.pending_rows = [], 0
+        self._wait()
+        self._writer.shutdown()
+        fsync_files([self.path / e["file"] for e in self.entries])
         manifest: dict[str, Any] = {
             "format": FORMAT, "version": VERSION, "num_points": sum(e["rows"] for e in self.entries),
             "num_features": int(self.num_features), "num_labels": int(self.num_labels),

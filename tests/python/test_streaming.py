@@ -70,6 +70,52 @@ def test_an_error_in_a_later_piece_names_the_line_of_the_whole_file(tmp_path):
         list(read_pieces(path, block_bytes=16))
 
 
+def _single_parser_outcome(text: bytes):
+    try:
+        return _core.parse_xc(text)
+    except _core.ParseError as e:
+        return e.args
+
+
+@pytest.mark.parametrize("mutation", ["valid", "blank_lines_then_points", "extra_points", "extra_point_then_bad_value",
+                                      "too_few_points", "bad_value", "blank_line_then_bad_value", "trailing_blanks"])
+def test_blocks_parsed_in_parallel_fail_or_succeed_exactly_as_one_parser(tmp_path, mutation):
+    from slide.datasets.xc_blocks import parse_blocks
+
+    body = [f"{i % 7},{7 + i % 3} {i % 11}:0.5 {11 + i % 5}:{i}" for i in range(80)]
+    rng = np.random.default_rng(len(mutation))
+    for at in rng.choice(np.arange(5, 75), size=4, replace=False):
+        lines, count = list(body), 80
+        if mutation == "blank_lines_then_points":
+            lines[at:at] = ["", ""]
+        elif mutation == "extra_points":
+            count = int(at)
+        elif mutation == "extra_point_then_bad_value":
+            count, lines[at + 2] = int(at), "1 2:x"
+        elif mutation == "too_few_points":
+            lines = lines[:at]
+        elif mutation == "bad_value":
+            lines[at] = "1 2:x"
+        elif mutation == "blank_line_then_bad_value":
+            lines[at:at + 1] = ["", "1 2:x"]
+        elif mutation == "trailing_blanks":
+            lines = lines + ["", ""]
+        text = (f"{count} 20 10\n" + "\n".join(lines) + "\n").encode()
+        path = tmp_path / f"{mutation}-{at}.txt"
+        path.write_bytes(text)
+        expected = _single_parser_outcome(text)
+        for block_bytes in (40, 97, 300):
+            try:
+                parts = list(parse_blocks(path, block_bytes, workers=3))
+            except DataFormatError as e:
+                assert not isinstance(expected, dict), f"{mutation} at {at}: {e}"
+                assert (e.line, str(e).split(": ", 1)[1]) == expected, (mutation, at, block_bytes)
+                continue
+            assert isinstance(expected, dict), f"{mutation} at {at}: expected {expected}"
+            for key in ("x_indices", "x_data", "y_indices"):
+                np.testing.assert_array_equal(np.concatenate([p[key] for p in parts]), expected[key])
+
+
 def test_a_repeated_label_is_found_across_piece_boundaries_but_rows_are_independent(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text("3 10 5\n1,2 1:1\n1,2 2:1\n3,3 4:1\n")  # the repeat is within line 4
