@@ -94,6 +94,7 @@ def main() -> int:
     ap.add_argument("--targets", nargs="*", default=list(TARGETS))
     ap.add_argument("--hypothesis-examples", type=int, default=0, help="also run the hypothesis loader tests")
     args = ap.parse_args()
+    commit = git_commit()  # now: the run adds what raised coverage to the corpus, which dirties the tree
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.targets:
@@ -104,7 +105,7 @@ def main() -> int:
                   f"corpus {r['corpus_before']} -> {r['corpus_after']}, crashes: {r['crashes'] or 'none'}", flush=True)
     report = {
         "benchmark": "fuzz_parsers",
-        "commit": git_commit(),
+        "commit": commit,
         "cpu": cpu_info(),
         "compiler": subprocess.run(["clang++", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
         "sanitizers": ["fuzzer", "address", "undefined"],

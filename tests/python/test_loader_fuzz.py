@@ -194,6 +194,41 @@ def test_damaged_files_parse_like_the_reference_or_name_the_line(data):
     check_against_reference(data)
 
 
+def _outcome_whole(data: bytes):
+    try:
+        return _core.parse_xc(data)
+    except _core.ParseError as e:
+        return tuple(e.args)
+
+
+@settings(max_examples=max(EXAMPLES // 5, 50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(damaged(), st.integers(1, 64), st.integers(1, 3))
+def test_blocks_parsed_on_several_threads_match_one_parser(tmp_path_factory, data, block_bytes, workers):
+    """What conversion and streamed prediction read with: the same arrays, or the same error at
+    the same line, as the whole file parsed at once."""
+    from slide.datasets.errors import DataFormatError
+    from slide.datasets.xc_blocks import parse_blocks
+
+    if data[:2] == b"\x1f\x8b":  # read as gzip by its magic number
+        return
+    path = tmp_path_factory.mktemp("blocks") / "data.txt"
+    path.write_bytes(data)
+    expected = _outcome_whole(data)
+    try:
+        parts = list(parse_blocks(path, block_bytes, workers))
+    except DataFormatError as e:
+        assert (e.line, str(e).split(": ", 1)[1]) == expected
+        return
+    assert isinstance(expected, dict), expected
+    for key in ("x_indptr", "y_indptr"):
+        offsets = [0]
+        for part in parts:
+            offsets.extend(offsets[-1] + part[key][1:])
+        np.testing.assert_array_equal(offsets, expected[key])
+    for key in ("x_indices", "x_data", "y_indices"):
+        np.testing.assert_array_equal(np.concatenate([p[key] for p in parts]), expected[key])
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300))
 def test_binary_junk_is_refused_or_matches_the_reference(data):
