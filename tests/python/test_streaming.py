@@ -212,8 +212,9 @@ def test_a_conversion_killed_midway_is_never_trusted_and_converting_again_comple
         "def kill(done, total):\n"
         "    if done >= 300: os.kill(os.getpid(), signal.SIGKILL)\n"
         f"convert_xc({str(path)!r}, {str(out)!r}, shard_rows=50, block_bytes=4096, on_progress=kill)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
-    assert proc.returncode == -signal.SIGKILL
+    # Run away from the checkout so that the installed package, not the source folder, is imported.
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert list(out.glob("part-*.shard")) and not (out / MANIFEST).exists()
     with pytest.raises(ShardError, match="no finished conversion"):
         ShardFolder.open(out)
