@@ -116,7 +116,7 @@ def parse_blocks(path: Path, block_bytes: int = BLOCK_BYTES, workers: Optional[i
                 raise error(e) from None
             raise error(failure) from None
         points += got
-        if got:
+        if got or not trailing:  # a block of blank lines alone still opens a gap before the next point
             trailing = ends_blank
         return d
 

@@ -203,6 +203,7 @@ def _outcome_whole(data: bytes):
 
 @settings(max_examples=max(EXAMPLES // 5, 50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged(), st.integers(1, 64), st.integers(1, 3))
+@example(data=b"0 1 1\n\n,", block_bytes=1, workers=1)  # a block of one blank line, then a point
 def test_blocks_parsed_on_several_threads_match_one_parser(tmp_path_factory, data, block_bytes, workers):
     """What conversion and streamed prediction read with: the same arrays, or the same error at
     the same line, as the whole file parsed at once."""
