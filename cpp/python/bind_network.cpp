@@ -148,10 +148,15 @@ void bind_network(py::module_& m) {
       .def(
           "predict",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, int k, bool dense,
-             bool normalizer) {
+             bool normalizer, const std::string& scan_name) {
             const std::uint32_t out = net.config().layers.back().size;
             SLIDE_REQUIRE(k >= 1 && static_cast<std::uint32_t>(k) <= out, "k must be in [1, " << out << "], got " << k);
             SLIDE_REQUIRE(dense || !normalizer, "the softmax normaliser needs dense (exact) prediction");
+            SLIDE_REQUIRE(scan_name == "auto" || scan_name == "fp32" || scan_name == "int8",
+                          "scan must be 'auto', 'fp32' or 'int8', got '" << scan_name << "'");
+            SLIDE_REQUIRE(scan_name != "int8" || !normalizer, "the softmax normaliser needs the fp32 scan");
+            const ExactScan scan = scan_name == "fp32" ? ExactScan::kFp32
+                                   : scan_name == "int8" ? ExactScan::kInt8 : ExactScan::kAuto;
             CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, nullptr);
             py::array_t<std::int32_t> ids({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
             py::array_t<float> scores({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
@@ -161,13 +166,13 @@ void bind_network(py::module_& m) {
             float* lp = normalizer ? lse.mutable_data() : nullptr;
             {
               py::gil_scoped_release release;
-              predict_top_k(net, x, k, dense, ip, sp, lp);
+              predict_top_k(net, x, k, dense, ip, sp, lp, scan);
             }
             if (normalizer) return py::tuple(py::make_tuple(ids, scores, lse));
             return py::tuple(py::make_tuple(ids, scores));
           },
           py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("k"), py::arg("dense"),
-          py::arg("normalizer") = false)
+          py::arg("normalizer") = false, py::arg("scan") = "auto")
       .def(
           "hidden",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd) {

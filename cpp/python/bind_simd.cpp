@@ -93,6 +93,32 @@ void bind_simd(py::module_& m) {
                n = static_cast<std::size_t>(b.shape(1)), ldc = static_cast<std::size_t>(c.shape(1));
     level_kernels(level).gemm(m, n, k, a.data(), k, b.data(), n, c.mutable_data(), ldc, accumulate);
   });
+  m.def("_kernel_int8_scores", [](const std::string& level, const py::array_t<std::int8_t, py::array::c_style>& w,
+                                   const py::array_t<std::uint8_t, py::array::c_style>& h) {
+    SLIDE_REQUIRE(w.ndim() == 2 && h.ndim() == 2 && w.shape(1) == h.shape(1), "int8 scores take (rows, depth) and (samples, depth)");
+    const auto depth = static_cast<std::size_t>(w.shape(1));
+    SLIDE_REQUIRE(depth % kInt8Depth == 0, "depth must be a multiple of " << kInt8Depth);
+    const std::int8_t* wp = w.data();
+    const std::uint8_t* hp = h.data();
+    for (py::ssize_t i = 0; i < w.size(); ++i)
+      SLIDE_REQUIRE(wp[i] >= -kInt8WeightMax, "weights must be within [-" << kInt8WeightMax << ", " << kInt8WeightMax << "]");
+    for (py::ssize_t i = 0; i < h.size(); ++i) SLIDE_REQUIRE(hp[i] <= kInt8SampleMax, "samples must be at most " << kInt8SampleMax);
+    py::array_t<std::int32_t> out({w.shape(0), h.shape(0)});
+    level_kernels(level).int8_scores(w.shape(0), h.shape(0), depth, wp, hp, out.mutable_data(), h.shape(0));
+    return out;
+  });
+  m.def("_kernel_int8_upper", [](const std::string& level, const py::array_t<std::int32_t, py::array::c_style>& acc,
+                                  const F& step, const F& sample_term, const F& half_step, float row_scale,
+                                  float row_offset, float row_term, const F& bar) {
+    const auto n = static_cast<std::size_t>(acc.size());
+    SLIDE_REQUIRE(static_cast<std::size_t>(step.size()) == n && static_cast<std::size_t>(sample_term.size()) == n &&
+                      static_cast<std::size_t>(half_step.size()) == n && static_cast<std::size_t>(bar.size()) == n,
+                  "every array must have one value per sample");
+    F upper(static_cast<py::ssize_t>(n));
+    const bool hit = level_kernels(level).int8_upper(acc.data(), n, step.data(), sample_term.data(), half_step.data(),
+                                                     row_scale, row_offset, row_term, bar.data(), upper.mutable_data());
+    return py::make_tuple(hit, upper);
+  });
   m.def("_kernel_wta", [](const std::string& level, const F& x, const U& coords, float skip) {
     const std::vector<std::uint32_t> c = interleaved(coords, x.size());
     U out(coords.shape(0));

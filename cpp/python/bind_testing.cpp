@@ -14,6 +14,7 @@
 #include "nn/active_set.h"
 #include "nn/shared_active_set.h"
 #include "python/bindings.h"
+#include "train/quantized_scan.h"
 #include "train/top_k.h"
 
 namespace slide::python {
@@ -152,6 +153,29 @@ void bind_testing(py::module_& m) {
         return py::make_tuple(ids, values);
       },
       "The top k of scores (ids are positions).");
+  using F2 = py::array_t<float, py::array::c_style | py::array::forcecast>;
+  t.def(
+      "quantized_top_k",
+      [](const F2& weight, const F2& bias, const F2& hidden, int k) {
+        SLIDE_REQUIRE(weight.ndim() == 2 && hidden.ndim() == 2 && bias.ndim() == 1 &&
+                          weight.shape(1) == hidden.shape(1) && bias.shape(0) == weight.shape(0),
+                      "weight (rows, width), bias (rows,) and hidden (samples, width) must agree");
+        SLIDE_REQUIRE(k >= 1 && k <= weight.shape(0), "k must be in [1, rows]");
+        const auto rows = static_cast<std::uint32_t>(weight.shape(0)), width = static_cast<std::uint32_t>(weight.shape(1));
+        const auto n = static_cast<std::size_t>(hidden.shape(0));
+        Parameters p(rows, width, OptimizerKind::kSgd);
+        for (std::uint32_t i = 0; i < rows; ++i) {
+          std::copy(weight.data() + static_cast<std::size_t>(i) * width, weight.data() + static_cast<std::size_t>(i + 1) * width, p.row(i));
+          p.bias[i] = bias.data()[i];
+        }
+        std::vector<TopK> best(n, TopK(k));
+        py::array_t<std::int32_t> ids({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(k)});
+        py::array_t<float> scores({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(k)});
+        if (!quantized_top_k(quantize_rows(p, 1), p, hidden.data(), n, best)) return py::object(py::none());
+        for (std::size_t b = 0; b < n; ++b) best[b].write(ids.mutable_data() + b * k, scores.mutable_data() + b * k);
+        return py::object(py::make_tuple(ids, scores));
+      },
+      "The int8 scan's exact top-k of hidden @ weight.T + bias per sample, or None where it declines.");
 }
 
 }  // namespace slide::python

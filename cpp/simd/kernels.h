@@ -56,7 +56,23 @@ struct Kernels {
   // kNoWinner when no value qualifies. Every level returns identical codes.
   void (*wta)(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
               std::uint32_t* out);
+  // Integer scores of `samples` rows of h against `rows` rows of w, both `depth` bytes per row:
+  // out[i * ldo + b] = sum_j w[i * depth + j] * h[b * depth + j], exact in int32. depth is a
+  // multiple of kInt8Depth, h values are at most kInt8SampleMax and w values within
+  // [-kInt8WeightMax, kInt8WeightMax], so the wide levels add two byte-pair sums in 16 bits.
+  void (*int8_scores)(std::size_t rows, std::size_t samples, std::size_t depth, const std::int8_t* w,
+                      const std::uint8_t* h, std::int32_t* out, std::size_t ldo);
+  // One output row's upper bounds over n samples from its int8 scores (train/quantized_scan.cpp
+  // derives the form): upper[b] = row_scale * (acc[b] * step[b] + sample_term[b]) +
+  // (row_offset + row_term * half_step[b]). Returns whether any upper[b] reaches bar[b] (NaN counts).
+  bool (*int8_upper)(const std::int32_t* acc, std::size_t n, const float* step, const float* sample_term,
+                     const float* half_step, float row_scale, float row_offset, float row_term, const float* bar,
+                     float* upper);
 };
+
+constexpr std::size_t kInt8Depth = 64;
+constexpr int kInt8SampleMax = 63;
+constexpr int kInt8WeightMax = 127;
 
 constexpr std::uint32_t kNoWinner = 0xFFFFFFFFu;
 

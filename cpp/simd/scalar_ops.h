@@ -98,6 +98,27 @@ inline void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, st
   }
 }
 
+inline void int8_scores(std::size_t rows, std::size_t samples, std::size_t depth, const std::int8_t* w,
+                        const std::uint8_t* h, std::int32_t* out, std::size_t ldo) {
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t b = 0; b < samples; ++b) {
+      std::int32_t s = 0;
+      for (std::size_t j = 0; j < depth; ++j) s += static_cast<std::int32_t>(w[i * depth + j]) * h[b * depth + j];
+      out[i * ldo + b] = s;
+    }
+}
+
+inline bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step, const float* sample_term,
+                       const float* half_step, float row_scale, float row_offset, float row_term, const float* bar,
+                       float* upper) {
+  bool hit = false;
+  for (std::size_t b = 0; b < n; ++b) {
+    upper[b] = row_scale * (static_cast<float>(acc[b]) * step[b] + sample_term[b]) + (row_offset + row_term * half_step[b]);
+    hit |= !(upper[b] < bar[b]);
+  }
+  return hit;
+}
+
 inline float max_value(const float* x, std::size_t n) {
   float m = -INFINITY;
   for (std::size_t i = 0; i < n; ++i) {

@@ -10,6 +10,7 @@
 #include "common/rng.h"
 #include "simd/kernels.h"
 #include "train/parallel_rows.h"
+#include "train/quantized_scan.h"
 #include "train/top_k.h"
 
 namespace slide {
@@ -29,18 +30,25 @@ constexpr std::size_t kLanes = 16;
 // With `log_normalizer`, also each sample's log sum_j exp(score_j) over every output (a running
 // max and sum per sample, block by block), so scores can become softmax probabilities.
 void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t begin, std::int64_t end, int k,
-                 std::int32_t* ids, float* scores, float* log_normalizer) {
+                 std::int32_t* ids, float* scores, float* log_normalizer, const QuantizedRows* quantized) {
   const Kernels& kern = kernels();
   const Parameters& p = net.layers.back().params;
   const std::size_t h = p.cols, n = static_cast<std::size_t>(end - begin);
-  std::vector<float> hidden_t(h * n);  // one column per sample
+  std::vector<float> hidden(n * h);  // one row per sample
   for (std::size_t b = 0; b < n; ++b) {
     const Activations& act = net.forward_hidden(ts, sample_at(x, nullptr, begin + static_cast<std::int64_t>(b)),
                                                 Mode::kInferDense, ts.rng);
-    for (std::size_t q = 0; q < h; ++q) hidden_t[q * n + b] = act.values[q];
+    std::copy(act.values.begin(), act.values.begin() + static_cast<std::ptrdiff_t>(h), hidden.begin() + b * h);
   }
-  std::vector<float> block(static_cast<std::size_t>(kRowsPerPass) * n);
   std::vector<TopK> best(n, TopK(k));
+  if (quantized && quantized_top_k(*quantized, p, hidden.data(), n, best)) {
+    for (std::size_t b = 0; b < n; ++b) best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
+    return;
+  }
+  std::vector<float> hidden_t(h * n);  // one column per sample
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t q = 0; q < h; ++q) hidden_t[q * n + b] = hidden[b * h + q];
+  std::vector<float> block(static_cast<std::size_t>(kRowsPerPass) * n);
   // Each sample's bar for a place in its top-k: almost every score is below it, so the scan
   // compares a row of scores with the bars a SIMD width at a time and pushes only the rare hits.
   std::vector<float> bar(n, -std::numeric_limits<float>::infinity());
@@ -95,10 +103,15 @@ void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t r
 }  // namespace
 
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
-                   float* log_normalizer) {
+                   float* log_normalizer, ExactScan scan) {
   if (dense) {
+    const Parameters& p = net.layers.back().params;
+    const bool int8 = !log_normalizer && (scan == ExactScan::kInt8 ||
+                                          (scan == ExactScan::kAuto && p.rows >= kQuantizedScanMinRows &&
+                                           x.rows >= kQuantizedScanMinSamples));
+    const QuantizedRows quantized = int8 ? quantize_rows(p, net.threads()) : QuantizedRows{};
     parallel_rows(net, x.rows, kBlock, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {
-      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer);
+      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer, int8 ? &quantized : nullptr);
     });
   } else {
     parallel_rows(net, x.rows, 16, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {

@@ -8,9 +8,14 @@
 
 namespace slide {
 
+// How the exact (dense) top-k is found: the fp32 GEMM over every output, or the int8 scan with
+// fp32 rescoring (train/quantized_scan.h), which returns the same rows for less; kAuto takes the
+// int8 scan where it pays (a wide layer, enough samples, no normaliser asked for).
+enum class ExactScan { kAuto, kFp32, kInt8 };
+
 // With `log_normalizer` (dense only), also each row's log-sum-exp over every output's score.
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
-                   float* log_normalizer = nullptr);
+                   float* log_normalizer = nullptr, ExactScan scan = ExactScan::kAuto);
 
 // The top hidden layer's activations of every row of x: out holds rows x width floats.
 void hidden_representation(Network& net, const CsrFloat& x, float* out);

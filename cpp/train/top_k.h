@@ -10,6 +10,7 @@ namespace slide {
 class TopK {
  public:
   explicit TopK(int k) : k_(k) { reset(); }
+  int capacity() const { return k_; }
   void reset() {
     ids_.clear();
     scores_.clear();

@@ -170,6 +170,54 @@ def test_gemm_writes_nothing_past_the_last_column(level, n):
     assert (c[:, n:] == 5.0).all()
 
 
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("rows", [1, 2, 3, 7])
+@pytest.mark.parametrize("samples", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("depth", [64, 128, 192])
+def test_int8_scores_are_exact(level, rows, samples, depth):
+    """Every level against int64 arithmetic: odd rows and samples reach each tile edge, and the
+    extremes (63 x -127 and 63 x 127 in every byte) would overflow a 16-bit sum of four pairs."""
+    rng = np.random.default_rng(rows * 100 + samples * 10 + depth)
+    w = rng.integers(-127, 128, (rows, depth)).astype(np.int8)
+    h = rng.integers(0, 64, (samples, depth)).astype(np.uint8)
+    w[0, :] = -127
+    h[0, :] = 63
+    if rows > 1:
+        w[1, :] = 127
+    exact = w.astype(np.int64) @ h.astype(np.int64).T
+    np.testing.assert_array_equal(_core._kernel_int8_scores(level, w, h), exact)
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 31, 128, 133])
+def test_int8_upper_bounds_and_their_hit(level, n):
+    """Every level's bounds against float64, and the hit flag when exactly one sample (the
+    first, the last, or one in a SIMD tail) reaches its bar, or none does, or a bound is NaN."""
+    rng = np.random.default_rng(n)
+    acc = rng.integers(-200_000, 200_000, n).astype(np.int32)
+    step, term, half = (rng.uniform(0.001, 0.1, n).astype(np.float32) for _ in range(3))
+    want = 0.3 * (acc * step.astype(np.float64) + term) + (1.5 + 2.0 * half)
+    for reaching in (None, 0, n - 1, n // 2):
+        bar = (want + np.abs(want) * 1e-3 + 1e-3).astype(np.float32)
+        if reaching is not None:
+            bar[reaching] = want[reaching] - abs(want[reaching]) * 1e-3 - 1e-3
+        hit, upper = _core._kernel_int8_upper(level, acc, step, term, half, 0.3, 1.5, 2.0, bar)
+        np.testing.assert_allclose(upper, want, rtol=1e-5, atol=1e-4)
+        assert hit == (reaching is not None)
+    step[-1] = np.nan
+    assert _core._kernel_int8_upper(level, acc, step, term, half, 0.3, 1.5, 2.0, np.full(n, np.inf, np.float32))[0]
+
+
+def test_int8_scores_refuse_values_outside_their_contract():
+    w, h = np.zeros((2, 64), np.int8), np.zeros((3, 64), np.uint8)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        _core._kernel_int8_scores("scalar", w[:, :32], h[:, :32])
+    with pytest.raises(ValueError, match="at most 63"):
+        _core._kernel_int8_scores("scalar", w, h + 64)
+    with pytest.raises(ValueError, match="within"):
+        _core._kernel_int8_scores("scalar", np.full((2, 64), -128, np.int8), h)
+
+
 def test_unknown_level_is_a_value_error():
     with pytest.raises(ValueError, match="unknown SIMD level"):
         _core._kernel_dot("avx9000", np.ones(3, np.float32), np.ones(3, np.float32))

@@ -1,0 +1,155 @@
+#include "train/quantized_scan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "common/parallel.h"
+#include "simd/kernels.h"
+
+namespace slide {
+
+namespace {
+
+// Output rows per int8 pass: their integer scores for a block of samples stay in L2.
+constexpr std::uint32_t kRowsPerPass = 512;
+// The bound with room for fp32 rounding: in the scale products, and in the fp32 rescoring the
+// answer is compared with (both far below 1% of the quantization error they ride on).
+constexpr float kBoundMargin = 1.02f;
+// Candidates a sample holds before the ones its bar has passed are dropped.
+constexpr std::size_t kPruneAt = 4096;
+
+// Rounds half away from zero: within 1/2 of x, as the bound needs, and it vectorizes (lrint does not).
+inline int nearest(float x) { return static_cast<int>(x + (x < 0.0f ? -0.5f : 0.5f)); }
+
+struct Candidate {
+  std::uint32_t row;
+  float upper;
+};
+
+// One block's samples as bytes in [0, kInt8SampleMax], with what each contributes to the bound:
+// |h - step * q| <= step / 2, and sum |q| * step (the quantized sample's L1 norm).
+struct QuantizedSamples {
+  std::vector<std::uint8_t> bytes;  // n x depth
+  std::vector<float> step, half_step, half_l1;
+};
+
+bool quantize_samples(const float* hidden, std::size_t n, std::size_t width, std::size_t depth,
+                      QuantizedSamples& s) {
+  s.bytes.assign(n * depth, 0);
+  s.step.resize(n);
+  s.half_step.resize(n);
+  s.half_l1.resize(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    const float* h = hidden + b * width;
+    float top = 0.0f;
+    for (std::size_t j = 0; j < width; ++j) {
+      if (!(h[j] >= 0.0f) || h[j] == std::numeric_limits<float>::infinity()) return false;
+      top = std::max(top, h[j]);
+    }
+    const float step = top / kInt8SampleMax, inverse = top > 0.0f ? kInt8SampleMax / top : 0.0f;
+    std::uint32_t sum = 0;
+    for (std::size_t j = 0; j < width; ++j) {
+      const auto q = static_cast<std::uint8_t>(std::min(nearest(h[j] * inverse), kInt8SampleMax));
+      s.bytes[b * depth + j] = q;
+      sum += q;
+    }
+    s.step[b] = step;
+    s.half_step[b] = 0.5f * step;
+    s.half_l1[b] = kBoundMargin * 0.5f * step * static_cast<float>(sum);
+  }
+  return true;
+}
+
+}  // namespace
+
+QuantizedRows quantize_rows(const Parameters& p, int threads) {
+  QuantizedRows q;
+  q.rows = p.rows;
+  q.width = p.cols;
+  q.depth = (p.cols + kInt8Depth - 1) / kInt8Depth * kInt8Depth;
+  q.weights.assign(static_cast<std::size_t>(q.rows) * q.depth, 0);
+  q.scale.resize(q.rows);
+  q.l1.resize(q.rows);
+  std::atomic<bool> finite{true};
+  parallel_for(threads, q.rows, [&](std::int64_t i) {
+    const float* w = p.row(static_cast<std::uint32_t>(i));
+    float top = 0.0f, l1 = 0.0f, part[8] = {};  // partial sums: one running sum would wait on every add
+    std::size_t j = 0;
+    for (; j + 8 <= q.width; j += 8)
+      for (int u = 0; u < 8; ++u) {
+        part[u] += std::fabs(w[j + u]);
+        top = std::max(top, std::fabs(w[j + u]));
+      }
+    for (; j < q.width; ++j) {
+      part[0] += std::fabs(w[j]);
+      top = std::max(top, std::fabs(w[j]));
+    }
+    for (float x : part) l1 += x;
+    if (!std::isfinite(l1)) {  // NaN and inf weights, and sums too large for a float
+      finite.store(false, std::memory_order_relaxed);
+      return;
+    }
+    const float inverse = top > 0.0f ? kInt8WeightMax / top : 0.0f;
+    std::int8_t* out = &q.weights[static_cast<std::size_t>(i) * q.depth];
+    for (j = 0; j < q.width; ++j) out[j] = static_cast<std::int8_t>(std::clamp(nearest(w[j] * inverse), -kInt8WeightMax, kInt8WeightMax));
+    q.scale[i] = top / kInt8WeightMax;
+    q.l1[i] = l1;
+  });
+  q.finite = finite.load();
+  return q;
+}
+
+// For weights w, scale sw, and sample h, step sh, with their quantized copies w^ and h^:
+//   |w.h - w^.h^| <= sum |w| |h - h^| + sum |h^| |w - w^| <= |w|_1 sh / 2 + |h^|_1 sw / 2,
+// so with the integer score a = q_w.q_h (w^.h^ = sw sh a), the bias c and the margin m,
+//   upper = sw (a sh + m |h^|_1 / 2) + (c + m |w|_1 sh / 2),  lower = upper - 2 m (bound).
+// A row is a candidate while its upper bound reaches the k-th best lower bound seen so far (a
+// lower bound on the sample's k-th exact score, which only rises towards it).
+bool quantized_top_k(const QuantizedRows& q, const Parameters& p, const float* hidden, std::size_t n,
+                     std::vector<TopK>& best) {
+  QuantizedSamples s;
+  if (!q.finite || !quantize_samples(hidden, n, q.width, q.depth, s)) return false;
+  const Kernels& kern = kernels();
+  const int k = best.empty() ? 1 : best[0].capacity();
+  std::vector<TopK> lower(n, TopK(k));
+  std::vector<float> bar(n, -std::numeric_limits<float>::infinity());
+  std::vector<std::vector<Candidate>> candidates(n);
+  std::vector<std::size_t> prune_at(n, kPruneAt);
+  std::vector<std::int32_t> integer(static_cast<std::size_t>(kRowsPerPass) * n);
+  std::vector<float> upper(n);
+  for (std::uint32_t j0 = 0; j0 < q.rows; j0 += kRowsPerPass) {
+    const std::uint32_t rows = std::min(kRowsPerPass, q.rows - j0);
+    kern.int8_scores(rows, n, q.depth, &q.weights[static_cast<std::size_t>(j0) * q.depth], s.bytes.data(),
+                     integer.data(), n);
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      const std::uint32_t row = j0 + r;
+      const float sw = q.scale[row], row_term = kBoundMargin * q.l1[row];
+      if (!kern.int8_upper(&integer[static_cast<std::size_t>(r) * n], n, s.step.data(), s.half_l1.data(),
+                           s.half_step.data(), sw, p.bias[row], row_term, bar.data(), upper.data()))
+        continue;
+      for (std::size_t b = 0; b < n; ++b) {
+        if (upper[b] < bar[b]) continue;
+        const float bound = row_term * s.half_step[b] + sw * s.half_l1[b];
+        candidates[b].push_back({row, upper[b]});
+        lower[b].push(static_cast<std::int32_t>(row), upper[b] - 2.0f * bound);
+        bar[b] = lower[b].threshold();
+        if (candidates[b].size() < prune_at[b]) continue;
+        auto& c = candidates[b];
+        c.erase(std::remove_if(c.begin(), c.end(), [&](const Candidate& x) { return x.upper < bar[b]; }), c.end());
+        prune_at[b] = std::max(kPruneAt, 2 * c.size());
+      }
+    }
+  }
+  for (std::size_t b = 0; b < n; ++b) {
+    const float* h = hidden + b * q.width;
+    for (const Candidate& c : candidates[b]) {
+      if (c.upper < bar[b]) continue;
+      best[b].push(static_cast<std::int32_t>(c.row), kern.dot(p.row(c.row), h, q.width) + p.bias[c.row]);
+    }
+  }
+  return true;
+}
+
+}  // namespace slide

@@ -1,0 +1,40 @@
+// Exact top-k over a wide output layer for less than its fp32 GEMM: an int8 scan bounds its own
+// error for every (row, sample), keeps each row whose upper bound still reaches the sample's k-th
+// best lower bound, and scores only those rows again in fp32. No row that could be in the top-k
+// is ever dropped, so the answer is the fp32 scan's (the oracle it is tested against), up to the
+// rounding of fp32 sums taken in another order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "nn/parameters.h"
+#include "train/top_k.h"
+
+namespace slide {
+
+// Below this many output rows the fp32 GEMM costs about what quantizing the weights does.
+constexpr std::uint32_t kQuantizedScanMinRows = 4096;
+// Quantizing the weights costs about what scanning this many samples in fp32 saves.
+constexpr std::int64_t kQuantizedScanMinSamples = 64;
+
+// The output layer's weights as int8 with one scale per row, and what the error bound needs.
+struct QuantizedRows {
+  std::uint32_t rows = 0;
+  std::size_t width = 0;  // the layer's input width
+  std::size_t depth = 0;  // width rounded up to the kernel's step; the padding is zero
+  std::vector<std::int8_t> weights;  // rows x depth
+  std::vector<float> scale;          // per row: max |w| / 127, so |w - scale * q| <= scale / 2
+  std::vector<float> l1;             // per row: sum |w|
+  bool finite = true;                // false when a weight is NaN or infinite: no bound holds then
+};
+
+QuantizedRows quantize_rows(const Parameters& p, int threads);
+
+// The top-k of n samples whose hidden activations are `hidden` (sample-major, n x q.width), pushed
+// into best[0..n). Returns false and pushes nothing when a hidden value is negative or not
+// finite (the bound needs values in [0, inf)): the caller scans in fp32 instead.
+bool quantized_top_k(const QuantizedRows& q, const Parameters& p, const float* hidden, std::size_t n,
+                     std::vector<TopK>& best);
+
+}  // namespace slide
