@@ -20,7 +20,7 @@ constexpr float kBoundMargin = 1.02f;
 // Candidates a sample holds before the ones its bar has passed are dropped.
 constexpr std::size_t kPruneAt = 4096;
 
-// Rounds half away from zero: within 1/2 of x, as the bound needs, and it vectorizes (lrint does not).
+// Rounds half away from zero: within 1/2 of x, as the bound needs, whatever the rounding mode.
 inline int nearest(float x) { return static_cast<int>(x + (x < 0.0f ? -0.5f : 0.5f)); }
 
 struct Candidate {
@@ -29,7 +29,8 @@ struct Candidate {
 };
 
 // One block's samples as bytes in [0, kInt8SampleMax], with what each contributes to the bound:
-// |h - step * q| <= step / 2, and sum |q| * step (the quantized sample's L1 norm).
+// |h - step * q| <= step / 2 (half_step), and the quantized sample's L1 norm over 2, with the
+// margin (half_l1).
 struct QuantizedSamples {
   std::vector<std::uint8_t> bytes;  // n x depth
   std::vector<float> step, half_step, half_l1;
@@ -75,25 +76,18 @@ QuantizedRows quantize_rows(const Parameters& p, int threads) {
   std::atomic<bool> finite{true};
   parallel_for(threads, q.rows, [&](std::int64_t i) {
     const float* w = p.row(static_cast<std::uint32_t>(i));
-    float top = 0.0f, l1 = 0.0f, part[8] = {};  // partial sums: one running sum would wait on every add
-    std::size_t j = 0;
-    for (; j + 8 <= q.width; j += 8)
-      for (int u = 0; u < 8; ++u) {
-        part[u] += std::fabs(w[j + u]);
-        top = std::max(top, std::fabs(w[j + u]));
-      }
-    for (; j < q.width; ++j) {
-      part[0] += std::fabs(w[j]);
+    float top = 0.0f, l1 = 0.0f;
+    for (std::size_t j = 0; j < q.width; ++j) {
       top = std::max(top, std::fabs(w[j]));
+      l1 += std::fabs(w[j]);
     }
-    for (float x : part) l1 += x;
     if (!std::isfinite(l1)) {  // NaN and inf weights, and sums too large for a float
       finite.store(false, std::memory_order_relaxed);
       return;
     }
     const float inverse = top > 0.0f ? kInt8WeightMax / top : 0.0f;
     std::int8_t* out = &q.weights[static_cast<std::size_t>(i) * q.depth];
-    for (j = 0; j < q.width; ++j) out[j] = static_cast<std::int8_t>(std::clamp(nearest(w[j] * inverse), -kInt8WeightMax, kInt8WeightMax));
+    for (std::size_t j = 0; j < q.width; ++j) out[j] = static_cast<std::int8_t>(std::clamp(nearest(w[j] * inverse), -kInt8WeightMax, kInt8WeightMax));
     q.scale[i] = top / kInt8WeightMax;
     q.l1[i] = l1;
   });
