@@ -16,23 +16,22 @@ nearest-neighbour shortlists.
 
 The weight is picked on validation data from WEIGHTS (`pick_weight`): how much the vote should
 count depends on how well the network alone ranks, which differs by orders of magnitude between
-datasets (benches/neighbours.py). The search is exact (sparse products in bounded blocks).
+datasets (benches/neighbours.py). The search is exact (cpp/neighbours/neighbour_votes.cpp).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import _core
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
 # Fusion weights `pick_weight` tries; 0 is the network alone.
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
-_BLOCK_CELLS = 1 << 25  # query-by-training-point similarities held at once (128 MiB of float32)
 
 
 class NeighbourMemory:
@@ -43,6 +42,7 @@ class NeighbourMemory:
             raise ValueError(f"the memory needs one label row per point: {X.shape[0]} points, {Y.shape[0]} label rows")
         self.points = sp.csr_matrix(X, dtype=np.float32) if rows_are_unit else unit_rows(X)
         self.labels = sp.csr_matrix(Y, dtype=np.float32, copy=True)
+        self.labels.sum_duplicates()  # sorted, unique labels per point, as the engine expects
         self.labels.data[:] = 1.0
         self._by_feature = self.points.T.tocsr()
 
@@ -51,32 +51,19 @@ class NeighbourMemory:
 
     def votes(self, X: sp.csr_matrix, k: int, threads: int = 1) -> sp.csr_matrix:
         """(queries, labels) CSR: each label's vote, the similarity of the k nearest training
-        points that carry it, summed, over k. Blocks of queries are searched on `threads`
-        threads (scipy's sparse products and NumPy's selection release the GIL)."""
+        points that carry it, summed, over k. The search is the engine's: a query touches only
+        the points that share a feature with it, on `threads` threads."""
         Q = unit_rows(X)
-        n = len(self)
-        k = min(int(k), n)
+        k = min(int(k), len(self))
         if k == 0 or Q.shape[0] == 0:
             return sp.csr_matrix((Q.shape[0], self.labels.shape[1]), dtype=np.float32)
-        block = max(1, _BLOCK_CELLS // max(n, 1) // max(threads, 1))  # the same bound on memory in all
-
-        def vote_block(s: int) -> sp.csr_matrix:
-            S = (Q[s:s + block] @ self._by_feature).toarray()
-            near = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (S.shape[0], 1))
-            sim = np.maximum(np.take_along_axis(S, near, axis=1), 0.0)
-            weights = sp.csr_matrix((sim.ravel(), near.ravel(), np.arange(0, sim.size + 1, k)), shape=S.shape)
-            return weights @ self.labels
-
-        starts = range(0, Q.shape[0], block)
-        if threads > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                parts = list(pool.map(vote_block, starts))  # in order: rows stay where they were
-        else:
-            parts = [vote_block(s) for s in starts]
-        V = sp.vstack(parts).tocsr() if len(parts) > 1 else parts[0].tocsr()
-        V.eliminate_zeros()
-        V.data /= np.float32(k)
-        return V
+        f, lab = self._by_feature, self.labels
+        indptr, labels, votes = _core.neighbour_votes(
+            Q.indptr.astype(np.int64, copy=False), Q.indices.astype(np.int32, copy=False),
+            Q.data.astype(np.float32, copy=False), f.indptr.astype(np.int64, copy=False),
+            f.indices.astype(np.int32, copy=False), f.data, lab.indptr.astype(np.int64, copy=False),
+            lab.indices.astype(np.int32, copy=False), Q.shape[1], lab.shape[1], k, max(1, int(threads)))
+        return sp.csr_matrix((votes, labels, indptr), shape=(Q.shape[0], lab.shape[1]))
 
     def extended(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> "NeighbourMemory":
         """A memory of these points followed by X, Y (only the new rows are normalised)."""

@@ -7,18 +7,11 @@
 #include "data/xc_parser.h"
 #include "data/xc_writer.h"
 #include "python/bindings.h"
+#include "python/numpy_vectors.h"
 
 namespace slide::python {
 
 namespace {
-
-// Hands a vector to NumPy without copying: the array owns it through a capsule.
-template <class T>
-py::array_t<T> to_numpy(std::vector<T>&& v) {
-  auto* owned = new std::vector<T>(std::move(v));
-  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), free_when_done);
-}
 
 py::dict to_dict(XcData&& d) {
   py::dict out;

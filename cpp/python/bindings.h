@@ -14,5 +14,6 @@ void bind_lsh(py::module_& m);
 void bind_data(py::module_& m);
 void bind_skipgram(py::module_& m);
 void bind_testing(py::module_& m);
+void bind_neighbours(py::module_& m);
 
 }  // namespace slide::python

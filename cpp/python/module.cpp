@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   slide::python::bind_data(m);
   slide::python::bind_skipgram(m);
   slide::python::bind_testing(m);
+  slide::python::bind_neighbours(m);
 }

@@ -55,15 +55,55 @@ def test_votes_equal_brute_force(problem):
         np.testing.assert_allclose(got, brute_votes(train.X, train.Y, test.X, k), atol=1e-5)
 
 
-def test_votes_are_the_same_on_any_number_of_threads_and_blocks(problem, monkeypatch):
-    import slide.neighbours
-
+def test_votes_are_the_same_on_any_number_of_threads(problem):
     train, test = problem
-    monkeypatch.setattr(slide.neighbours, "_BLOCK_CELLS", 1200 * 21)  # 21 queries a block, 7 with 3 threads
+    assert test.X.shape[0] > 3 * 32  # more queries than the engine hands each thread at once
     memory = NeighbourMemory(train.X, train.Y)
     one, three = memory.votes(test.X, 10, threads=1), memory.votes(test.X, 10, threads=3)
     assert one.shape == three.shape and (one != three).nnz == 0
     np.testing.assert_allclose(three.toarray(), brute_votes(train.X, train.Y, test.X, 10), atol=1e-5)
+
+
+def test_tied_neighbours_are_taken_in_point_order():
+    # Points 0-3 are the same vector, so a query along it ties them all; k=2 takes points 0 and 1.
+    X = sp.csr_matrix(np.array([[1, 0], [1, 0], [1, 0], [1, 0], [0, 1]], np.float32))
+    Y = sp.csr_matrix(np.eye(5, dtype=np.float32))
+    votes = NeighbourMemory(X, Y).votes(sp.csr_matrix(np.array([[2, 0]], np.float32)), 2).toarray()
+    np.testing.assert_array_equal(votes, [[0.5, 0.5, 0, 0, 0]])
+
+
+def test_only_positive_similarities_vote():
+    X = sp.csr_matrix(np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0]], np.float32))
+    Y = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    queries = sp.csr_matrix(np.array([[1, 0, 0], [0, 0, 1]], np.float32))  # the second shares no feature
+    votes = NeighbourMemory(X, Y).votes(queries, 3)
+    np.testing.assert_allclose(votes.toarray(), [[1 / 3, 0, 0], [0, 0, 0]])
+    assert votes.nnz == 1
+
+
+def test_the_engine_refuses_inconsistent_arrays():
+    from slide import _core
+
+    def call(**bad):
+        a = dict(q_indptr=np.array([0, 1], np.int64), q_indices=np.array([0], np.int32),
+                 q_data=np.array([1.0], np.float32), f_indptr=np.array([0, 1, 1], np.int64),
+                 f_indices=np.array([0], np.int32), f_data=np.array([1.0], np.float32),
+                 l_indptr=np.array([0, 1], np.int64), l_indices=np.array([0], np.int32), n_features=2,
+                 n_labels=1, k=1, threads=1)
+        return _core.neighbour_votes(**{**a, **bad})
+
+    indptr, labels, votes = call()
+    assert list(indptr) == [0, 1] and list(labels) == [0] and list(votes) == [1.0]
+    with pytest.raises(ValueError, match="feature id 2"):
+        call(q_indices=np.array([2], np.int32))
+    with pytest.raises(ValueError, match="feature id 1"):  # a point id past the labelled points
+        call(f_indices=np.array([1], np.int32))
+    with pytest.raises(ValueError, match="label 1"):
+        call(l_indices=np.array([1], np.int32))
+    with pytest.raises(ValueError, match="feature rows"):
+        call(n_features=3)
+    with pytest.raises(ValueError, match="k must be"):
+        call(k=0)
 
 
 def test_votes_with_k_above_the_memory_use_every_point(problem):

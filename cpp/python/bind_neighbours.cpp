@@ -1,0 +1,41 @@
+// The nearest-neighbour vote (slide.neighbours): NumPy CSR arrays in, checked before the GIL is
+// released, the votes' CSR arrays out.
+#include "common/check.h"
+#include "neighbours/neighbour_votes.h"
+#include "python/bindings.h"
+#include "python/csr_arrays.h"
+#include "python/numpy_vectors.h"
+
+namespace slide::python {
+
+void bind_neighbours(py::module_& m) {
+  m.def(
+      "neighbour_votes",
+      [](const IndptrArray& q_indptr, const IndexArray& q_indices, const FloatArray& q_data,
+         const IndptrArray& f_indptr, const IndexArray& f_indices, const FloatArray& f_data,
+         const IndptrArray& l_indptr, const IndexArray& l_indices, std::int64_t n_features, std::int64_t n_labels,
+         int k, int threads) {
+        SLIDE_REQUIRE(k >= 1, "k must be at least 1, got " << k);
+        SLIDE_REQUIRE(threads >= 1, "threads must be at least 1, got " << threads);
+        const CsrIds labels = labels_view(l_indptr, l_indices, n_labels, nullptr);
+        const CsrFloat queries = features_view(q_indptr, q_indices, q_data, n_features, nullptr);
+        const CsrFloat index = features_view(f_indptr, f_indices, f_data, labels.rows, nullptr);
+        SLIDE_REQUIRE(index.rows == n_features,
+                      "the index has " << index.rows << " feature rows, expected " << n_features);
+        NeighbourVotes v;
+        {
+          py::gil_scoped_release release;
+          v = neighbour_votes(queries, index, labels, k, threads);
+        }
+        return py::make_tuple(to_numpy(std::move(v.indptr)), to_numpy(std::move(v.labels)),
+                              to_numpy(std::move(v.votes)));
+      },
+      py::arg("q_indptr"), py::arg("q_indices"), py::arg("q_data"), py::arg("f_indptr"), py::arg("f_indices"),
+      py::arg("f_data"), py::arg("l_indptr"), py::arg("l_indices"), py::arg("n_features"), py::arg("n_labels"),
+      py::arg("k"), py::arg("threads"),
+      "(indptr, labels, votes): each query's k nearest remembered points (largest positive dot products "
+      "through the feature -> point index f_*, ties to the lower point) vote for their labels l_* with their "
+      "similarity, summed per label, over k.");
+}
+
+}  // namespace slide::python
