@@ -13,6 +13,7 @@ import numpy as np
 
 from ..datasets import registry
 from ..datasets.catalogue import catalogue_amazon670k
+from ..datasets.generated_store import stored_generated
 from ..datasets.synthetic import Split, small_default, synthetic_amazon670k
 from ..datasets.text8 import load_text8
 from ..datasets.arff import load_arff
@@ -73,6 +74,7 @@ def resolve(cfg: dict) -> Source:
     """cfg holds dataset or train_file/test_file, data_dir, train_samples, test_samples, seed."""
     t0 = time.perf_counter()
     seed = cfg.get("seed", 0)
+    origin = ""  # where a generated set came from
     if cfg.get("train_file"):
         if not cfg.get("test_file"):
             raise ValueError("--train FILE needs --test FILE as well")
@@ -94,8 +96,11 @@ def resolve(cfg: dict) -> Source:
         if info.name == "default":
             train, test = small_default(seed=seed)
         elif info.name in GENERATED:
-            train, test = GENERATED[info.name](n_train=cfg.get("train_samples") or info.stats["train"],
-                                               n_test=cfg.get("test_samples") or info.stats["test"], seed=seed)
+            (train, test), stored = stored_generated(
+                registry.data_dir(cfg.get("data_dir")), info.name, GENERATED[info.name],
+                n_train=cfg.get("train_samples") or info.stats["train"],
+                n_test=cfg.get("test_samples") or info.stats["test"], seed=seed)
+            origin = " (read from the data dir's generated/)" if stored else " (drawn, and kept in the data dir)"
         else:
             train_path, test_path = registry.locate(info, registry.data_dir(cfg.get("data_dir")))
             files = (train_path, test_path)
@@ -106,7 +111,7 @@ def resolve(cfg: dict) -> Source:
     if cfg.get("validation_split"):
         kept, held = held_out_rows(len(train), cfg["validation_split"], seed)
         train, validation = Split(train.X[kept], train.Y[kept]), Split(train.X[held], train.Y[held])
-    print(f"data: {title}, {len(train):,} train / {len(test):,} test points"
+    print(f"data: {title}{origin}, {len(train):,} train / {len(test):,} test points"
           + (f" / {len(validation):,} held out for validation" if validation else "")
           + f", {train.X.shape[1]:,} features, {train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)",
           flush=True)
