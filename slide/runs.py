@@ -273,6 +273,10 @@ def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
 def _run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings, pos: Position, title: str,
          validation: Optional[Split], memory: Optional[Split], best: BestEpoch) -> dict:
     eval_split = _subsample(test, s.eval_samples, seed=1)
+    # Epochs are judged on the same held-out points every time, at most eval_samples of them, so
+    # judging costs what a test evaluation does however many points the split held out.
+    if validation is not None:
+        validation = _subsample(validation, s.eval_samples, seed=3)
     last_checkpoint = time.perf_counter()
     # Whole batches, so that where pieces and segments end never changes the batches trained.
     piece = max(1, min(s.eval_every, s.batch_size * 50) // s.batch_size) * s.batch_size
@@ -311,7 +315,7 @@ def _run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Ru
         if improved:
             best.keep(net)
         pos.best = tracker.state()
-        return {**{f"val_{k}": v for k, v in report.items()}, "best": improved}
+        return {**{f"val_{k}": v for k, v in report.items()}, "val_points": len(validation), "best": improved}
 
     while pos.epoch < s.epochs and not pos.stopped_early:
         bar = progress_bar(stream.samples_per_epoch, f"epoch {pos.epoch + 1}/{s.epochs}", s.progress)

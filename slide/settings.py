@@ -95,7 +95,9 @@ RUN = _table(
     Setting("epochs", "int", "passes over the training data", 1, 1_000_000, flag="--epochs"),
     Setting("batch_size", "int", "samples per optimizer step", 1, 1 << 20, flag="--batch-size"),
     Setting("eval_every", "int", "samples between periodic evaluations (default: a quarter epoch)", 1, flag="--eval-every"),
-    Setting("eval_samples", "int", "test points in a periodic evaluation", 1, flag="--eval-samples", default=2000),
+    Setting("eval_samples", "int", "test points in a periodic evaluation; with a validation split, also the most "
+            "held-out points that judge each epoch and pick the neighbours' weight (the same ones every epoch)", 1,
+            flag="--eval-samples", default=2000),
     Setting("final_eval_samples", "int", "test points in the final evaluation (default: all)", 1),
     Setting("eval_budget", "float", "test evaluations during training (periodic, epoch ends) run only while they "
             "have taken at most this share of the training time (or 10 s); the final one always runs", 0,

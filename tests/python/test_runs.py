@@ -84,3 +84,27 @@ def test_the_final_model_leaves_out_the_optimizer_state_unless_asked(tmp_path):
         runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / str(keep), settings)
         assert read_header(tmp_path / str(keep) / runs.MODEL)["include_optimizer"] is keep
         assert read_header(tmp_path / str(keep) / runs.CHECKPOINT)["include_optimizer"] is True
+
+
+def test_epochs_are_judged_on_at_most_eval_samples_held_out_points_the_same_each_time(tmp_path, monkeypatch):
+    from slide.datasets.synthetic import Split
+
+    net, train, test, settings = _setup()
+    settings.epochs = 3
+    held = Split(train.X[:250], train.Y[:250])
+    held_rows = {row.tobytes() for row in held.X.toarray()}
+    judged = []
+    evaluate = slide.Network.evaluate
+
+    def spy(self, X, Y, **kw):
+        judged.append(X.toarray())
+        return evaluate(self, X, Y, **kw)
+
+    monkeypatch.setattr(slide.Network, "evaluate", spy)
+    runs.run(net, runs.in_memory_source(net, Split(train.X[250:], train.Y[250:]), seed=0), test, tmp_path, settings,
+             validation=held)
+    epochs = [r for r in runs.read_metrics(tmp_path) if r["kind"] == "epoch"]
+    assert [r["val_points"] for r in epochs] == [settings.eval_samples] * 3
+    on_held = [X for X in judged if all(row.tobytes() in held_rows for row in X)]
+    assert len(on_held) == 3 and all(X.shape[0] == settings.eval_samples for X in on_held)
+    assert all(np.array_equal(X, on_held[0]) for X in on_held)
