@@ -261,6 +261,8 @@ class Network(word_vectors.WordVectorLookup):
         memory.check_fits(self.memory_estimate, f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> "
                                                 f"{self.output_dim:,} network with {self.threads} threads")
         self._core = _core.Network(config)
+        # The int8 exact scan's quantized output layer, made again only when the weights change.
+        self._scan_cache = _core.QuantizedCache()
 
     # ----------------------------------------------------------------- configuration
     def _core_config(self) -> _core.NetworkConfig:
@@ -635,7 +637,7 @@ class Network(word_vectors.WordVectorLookup):
         X = as_features(X, self.input_dim)
         if use_neighbours and self._fuses:
             return self._fusion(X, k, mode == "dense")[0].top(self.neighbour_weight, k)
-        return self._core.predict(X.indptr, X.indices, X.data, k, mode == "dense")
+        return self._core.predict(X.indptr, X.indices, X.data, k, mode == "dense", cache=self._scan_cache)
 
     @property
     def _fuses(self) -> bool:
@@ -649,7 +651,8 @@ class Network(word_vectors.WordVectorLookup):
         if dense and normaliser:
             ids, logits, log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, True, True)
         else:  # ranking needs no normaliser, and LSH inference has no exact one
-            (ids, logits), log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, dense), None
+            (ids, logits), log_normalizer = self._core.predict(X.indptr, X.indices, X.data, k, dense,
+                                                               cache=self._scan_cache), None
         votes = self.memory.votes(X, self.neighbours, self.threads)
         hidden = self._core.hidden(X.indptr, X.indices, X.data)
         state = self._core.state()

@@ -123,6 +123,12 @@ py::dict batch_stats(const BatchStats& s) {
 }  // namespace
 
 void bind_network(py::module_& m) {
+  py::class_<QuantizedCache>(m, "QuantizedCache",
+                             "The int8 scan's quantized output layer, kept while the weights are unchanged "
+                             "(checked by a fingerprint of every weight on each use)")
+      .def(py::init<>())
+      .def_property_readonly("hits", &QuantizedCache::hits)
+      .def_property_readonly("misses", &QuantizedCache::misses);
   py::class_<Network>(m, "Network")
       .def(py::init<const NetworkConfig&>(), py::arg("config"), py::call_guard<py::gil_scoped_release>())
       .def(
@@ -148,7 +154,7 @@ void bind_network(py::module_& m) {
       .def(
           "predict",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, int k, bool dense,
-             bool normalizer, const std::string& scan_name) {
+             bool normalizer, const std::string& scan_name, const py::object& cache_obj) {
             const std::uint32_t out = net.config().layers.back().size;
             SLIDE_REQUIRE(k >= 1 && static_cast<std::uint32_t>(k) <= out, "k must be in [1, " << out << "], got " << k);
             SLIDE_REQUIRE(dense || !normalizer, "the softmax normaliser needs dense (exact) prediction");
@@ -157,6 +163,7 @@ void bind_network(py::module_& m) {
             SLIDE_REQUIRE(scan_name != "int8" || !normalizer, "the softmax normaliser needs the fp32 scan");
             const ExactScan scan = scan_name == "fp32" ? ExactScan::kFp32
                                    : scan_name == "int8" ? ExactScan::kInt8 : ExactScan::kAuto;
+            QuantizedCache* cache = cache_obj.is_none() ? nullptr : cache_obj.cast<QuantizedCache*>();
             CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, nullptr);
             py::array_t<std::int32_t> ids({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
             py::array_t<float> scores({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
@@ -166,13 +173,13 @@ void bind_network(py::module_& m) {
             float* lp = normalizer ? lse.mutable_data() : nullptr;
             {
               py::gil_scoped_release release;
-              predict_top_k(net, x, k, dense, ip, sp, lp, scan);
+              predict_top_k(net, x, k, dense, ip, sp, lp, scan, cache);
             }
             if (normalizer) return py::tuple(py::make_tuple(ids, scores, lse));
             return py::tuple(py::make_tuple(ids, scores));
           },
           py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("k"), py::arg("dense"),
-          py::arg("normalizer") = false, py::arg("scan") = "auto")
+          py::arg("normalizer") = false, py::arg("scan") = "auto", py::arg("cache") = py::none())
       .def(
           "hidden",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd) {

@@ -103,15 +103,18 @@ void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t r
 }  // namespace
 
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
-                   float* log_normalizer, ExactScan scan) {
+                   float* log_normalizer, ExactScan scan, QuantizedCache* cache) {
   if (dense) {
     const Parameters& p = net.layers.back().params;
     const bool int8 = !log_normalizer && (scan == ExactScan::kInt8 ||
                                           (scan == ExactScan::kAuto && p.rows >= kQuantizedScanMinRows &&
                                            x.rows >= kQuantizedScanMinSamples));
-    const QuantizedRows quantized = int8 ? quantize_rows(p, net.threads()) : QuantizedRows{};
+    std::shared_ptr<const QuantizedRows> quantized;
+    if (int8)
+      quantized = cache ? cache->get(p, net.threads())
+                        : std::make_shared<const QuantizedRows>(quantize_rows(p, net.threads()));
     parallel_rows(net, x.rows, kBlock, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {
-      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer, int8 ? &quantized : nullptr);
+      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer, quantized.get());
     });
   } else {
     parallel_rows(net, x.rows, 16, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {

@@ -5,6 +5,7 @@
 
 #include "common/sparse_view.h"
 #include "nn/network.h"
+#include "train/quantized_scan.h"
 
 namespace slide {
 
@@ -14,8 +15,10 @@ namespace slide {
 enum class ExactScan { kAuto, kFp32, kInt8 };
 
 // With `log_normalizer` (dense only), also each row's log-sum-exp over every output's score.
+// With `cache`, the int8 scan quantizes the weights only when they changed since its last use.
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
-                   float* log_normalizer = nullptr, ExactScan scan = ExactScan::kAuto);
+                   float* log_normalizer = nullptr, ExactScan scan = ExactScan::kAuto,
+                   QuantizedCache* cache = nullptr);
 
 // The top hidden layer's activations of every row of x: out holds rows x width floats.
 void hidden_representation(Network& net, const CsrFloat& x, float* out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "common/parallel.h"
@@ -93,6 +94,53 @@ QuantizedRows quantize_rows(const Parameters& p, int threads) {
   });
   q.finite = finite.load();
   return q;
+}
+
+std::uint64_t weights_fingerprint(const Parameters& p, int threads) {
+  // Four interleaved polynomial hashes mod 2^64 per block of rows (an odd multiplier is
+  // invertible, so changing one word always changes its lane), blocks combined in order.
+  constexpr std::uint32_t kRowsPerBlock = 4096;
+  constexpr std::uint64_t kOdd = 0x9E3779B97F4A7C15ULL;
+  const std::uint32_t blocks = (p.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  std::vector<std::uint64_t> block_hash(blocks);
+  parallel_for(threads, blocks, [&](std::int64_t b) {
+    std::uint64_t lane[4] = {1, 2, 3, 4};
+    const std::uint32_t end = std::min<std::uint32_t>(p.rows, static_cast<std::uint32_t>(b + 1) * kRowsPerBlock);
+    for (std::uint32_t i = static_cast<std::uint32_t>(b) * kRowsPerBlock; i < end; ++i) {
+      const float* w = p.row(i);
+      std::size_t j = 0;
+      for (; j + 8 <= p.cols; j += 8) {
+        for (int l = 0; l < 4; ++l) {
+          std::uint64_t word;
+          std::memcpy(&word, w + j + 2 * l, sizeof word);
+          lane[l] = lane[l] * kOdd + word;
+        }
+      }
+      for (; j < p.cols; ++j) {
+        std::uint32_t word;
+        std::memcpy(&word, w + j, sizeof word);
+        lane[0] = lane[0] * kOdd + word;
+      }
+    }
+    block_hash[static_cast<std::size_t>(b)] = ((lane[0] * kOdd + lane[1]) * kOdd + lane[2]) * kOdd + lane[3];
+  });
+  std::uint64_t h = (static_cast<std::uint64_t>(p.rows) << 32) ^ p.cols;
+  for (const std::uint64_t b : block_hash) h = h * kOdd + b;
+  return h;
+}
+
+std::shared_ptr<const QuantizedRows> QuantizedCache::get(const Parameters& p, int threads) {
+  const std::uint64_t fingerprint = weights_fingerprint(p, threads);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (rows_ && fingerprint_ == fingerprint && rows_->rows == p.rows && rows_->width == p.cols) {
+    ++hits_;
+    return rows_;
+  }
+  ++misses_;
+  rows_.reset();  // the old copy's memory goes before the new one is made (unless a caller holds it)
+  rows_ = std::make_shared<const QuantizedRows>(quantize_rows(p, threads));
+  fingerprint_ = fingerprint;
+  return rows_;
 }
 
 // For weights w, scale sw, and sample h, step sh, with their quantized copies w^ and h^:

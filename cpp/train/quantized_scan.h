@@ -6,6 +6,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "nn/parameters.h"
@@ -30,6 +32,29 @@ struct QuantizedRows {
 };
 
 QuantizedRows quantize_rows(const Parameters& p, int threads);
+
+// A hash of every weight's bits (row by row, the row padding left out): any change to a single
+// weight changes it. Reading the weights once costs a tenth of quantizing them.
+std::uint64_t weights_fingerprint(const Parameters& p, int threads);
+
+// The last quantization of an output layer, used again while the weights it was made from are
+// unchanged. Unchanged is checked on every use by the weights' fingerprint, never assumed, so
+// weights changed by training, by loading or by a user writing into Network.weights() are never
+// scanned through a stale copy.
+class QuantizedCache {
+ public:
+  // The layer's quantization, made now unless the cached one has the weights' fingerprint. The
+  // copy stays valid while the caller holds it, whatever later calls do.
+  std::shared_ptr<const QuantizedRows> get(const Parameters& p, int threads);
+  std::int64_t hits() const { return hits_; }
+  std::int64_t misses() const { return misses_; }
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<const QuantizedRows> rows_;
+  std::uint64_t fingerprint_ = 0;
+  std::int64_t hits_ = 0, misses_ = 0;
+};
 
 // The top-k of n samples whose hidden activations are `hidden` (sample-major, n x q.width), pushed
 // into best[0..n). Returns false and pushes nothing when a hidden value is negative or not

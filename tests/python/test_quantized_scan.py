@@ -107,3 +107,56 @@ def test_the_scan_is_a_checked_choice():
         net._core.predict(X.indptr, X.indices, X.data, 3, True, False, "int4")
     with pytest.raises(ValueError, match="normaliser needs the fp32 scan"):
         net._core.predict(X.indptr, X.indices, X.data, 3, True, True, "int8")
+
+
+@pytest.fixture
+def wide_network():
+    """Wide enough (and predicted on enough samples) for predict to take the int8 scan by itself."""
+    rng = np.random.default_rng(11)
+    X = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32, random_state=rng)
+    Y = sp.csr_matrix((np.ones(300, np.float32), rng.integers(0, 5000, 300), np.arange(301)), shape=(300, 5000))
+    net = slide.Network(200, 5000, hidden=16, mode="batch", threads=2, seed=0)
+    net.fit(X, Y, epochs=1, progress=False)
+    return net, X, Y
+
+
+def _fp32(net, X, k=5):
+    return net._core.predict(X.indptr, X.indices, X.data, k, True, False, "fp32")
+
+
+def test_the_quantized_layer_is_kept_while_the_weights_are_unchanged(wide_network):
+    net, X, _ = wide_network
+    cache = net._scan_cache
+    first = net.predict(X, k=5, use_neighbours=False)
+    assert (cache.misses, cache.hits) == (1, 0)
+    again = net.predict(X, k=5, use_neighbours=False)
+    assert (cache.misses, cache.hits) == (1, 1)
+    np.testing.assert_array_equal(first[0], again[0])
+    np.testing.assert_array_equal(first[0], _fp32(net, X)[0])
+
+
+def test_training_and_writes_into_the_weights_make_it_again(wide_network):
+    net, X, Y = wide_network
+    net.predict(X, k=5, use_neighbours=False)
+    net.partial_fit(X[:64], Y[:64])
+    ids, _ = net.predict(X, k=5, use_neighbours=False)
+    assert net._scan_cache.misses == 2
+    np.testing.assert_array_equal(ids, _fp32(net, X)[0])
+    # A user's write into one weight, through the writable views weights() hands out: the copy
+    # made before it must not be used. The row becomes every sample's best.
+    W = net.weights()["layers.0.weight"]
+    W[1234] = 100.0
+    ids, _ = net.predict(X, k=5, use_neighbours=False)
+    assert net._scan_cache.misses == 3 and (ids[:, 0] == 1234).all()
+    np.testing.assert_array_equal(ids, _fp32(net, X)[0])
+
+
+def test_the_weights_fingerprint_sees_a_single_bit():
+    net = slide.Network(50, 4096, hidden=8, mode="batch", threads=1, seed=0)
+    X = sp.random(64, 50, density=0.2, format="csr", dtype=np.float32, random_state=np.random.default_rng(1))
+    net.predict(X, use_neighbours=False)
+    W = net.weights()["layers.0.weight"]
+    bits = W.view(np.uint32)
+    bits[4095, 7] ^= 1  # the last row's last weight, one ulp
+    net.predict(X, use_neighbours=False)
+    assert net._scan_cache.misses == 2
