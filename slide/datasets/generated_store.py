@@ -8,7 +8,9 @@ written (a read-only or full disk) costs only the time, never the run."""
 
 from __future__ import annotations
 
+import glob
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Callable
@@ -41,11 +43,40 @@ def stored_generated(root: Path, name: str, make: Callable[..., tuple[Split, Spl
     except ShardError as e:
         log.warning("the stored copy of %s is unusable (%s); drawing it again", name, e)
     train, test = make(n_train=n_train, n_test=n_test, seed=seed)
-    try:
-        if folder.exists():
-            shutil.rmtree(folder)  # only ever our own folder: its name is ours under generated/
-        for part, split in (("train", train), ("test", test)):
-            write_split(folder / part, split, source=identity)
-    except OSError as e:
-        log.warning("could not keep %s in %s (%s); it will be drawn again next time", name, folder, e)
+    _store(folder, {"train": train, "test": test}, identity)
     return (train, test), False
+
+
+def _store(folder: Path, parts: dict[str, Split], identity: dict) -> None:
+    """Written beside `folder` under this process's own name and renamed into place, so runs drawing
+    the same set at once never write into each other's files, and a run killed mid-write leaves
+    no folder that looks finished (its leftovers are removed by the next run that stores)."""
+    pending = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+    try:
+        for stale in folder.parent.glob(f"{glob.escape(folder.name)}.tmp-*"):
+            if not _alive(stale.name.rsplit("-", 1)[-1]):
+                shutil.rmtree(stale, ignore_errors=True)
+        if folder.exists():
+            shutil.rmtree(folder)  # unusable (checked above); the name is ours under generated/
+        shutil.rmtree(pending, ignore_errors=True)
+        for part, split in parts.items():
+            write_split(pending / part, split, source=identity)
+        try:
+            pending.rename(folder)
+        except OSError:  # another run stored the same set first: theirs is as good
+            if not folder.is_dir():
+                raise
+            shutil.rmtree(pending, ignore_errors=True)
+    except (OSError, ShardError) as e:
+        shutil.rmtree(pending, ignore_errors=True)
+        log.warning("could not keep %s (%s); it will be drawn again next time", folder, e)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

@@ -108,3 +108,41 @@ def test_a_copy_drawn_under_another_numpy_is_drawn_again(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "__version__", "0.0.1")
     _, stored = stored_generated(tmp_path, "toy", make, n_train=200, n_test=50, seed=1)
     assert not stored and make.calls == 2
+
+
+def test_a_write_killed_midway_is_cleaned_up_and_never_trusted(tmp_path):
+    make = Maker()
+    generated = tmp_path / "generated"
+    name = f"toy-200-50-seed1-v{GENERATOR_VERSION}"
+    dead = generated / f"{name}.tmp-999999999"  # no such process
+    (dead / "train").mkdir(parents=True)
+    (dead / "train" / "part-00000.shard").write_bytes(b"half")
+    _, stored = stored_generated(tmp_path, "toy", make, n_train=200, n_test=50, seed=1)
+    assert not stored and not dead.exists()
+    assert sorted(p.name for p in generated.iterdir()) == [name]
+
+
+def test_a_set_another_run_stored_first_is_kept(tmp_path, monkeypatch):
+    """Two runs drawing the same set at once: the second to finish keeps the first one's copy."""
+    from slide.datasets import generated_store
+
+    make = Maker()
+    first, _ = stored_generated(tmp_path, "toy", make, n_train=200, n_test=50, seed=1)
+    folder = tmp_path / "generated" / f"toy-200-50-seed1-v{GENERATOR_VERSION}"
+    real_write = generated_store.write_split
+
+    def racing_write(path, split, **kw):  # the other run finishes while this one writes
+        if not folder.exists():
+            real_write(folder / "train", first[0], **kw)
+            real_write(folder / "test", first[1], **kw)
+        return real_write(path, split, **kw)
+
+    (folder / "test" / "manifest.json").unlink()  # unusable: this run draws and stores again
+    monkeypatch.setattr(generated_store, "write_split", racing_write)
+    again, stored = stored_generated(tmp_path, "toy", make, n_train=200, n_test=50, seed=1)
+    assert not stored
+    monkeypatch.undo()
+    read, stored = stored_generated(tmp_path, "toy", make, n_train=200, n_test=50, seed=1)
+    assert stored
+    same(first, read)
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name]
