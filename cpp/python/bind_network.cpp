@@ -154,7 +154,7 @@ void bind_network(py::module_& m) {
       .def(
           "predict",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, int k, bool dense,
-             bool normalizer, const std::string& scan_name, const py::object& cache_obj) {
+             bool normalizer, const std::string& scan_name, QuantizedCache* cache) {
             const std::uint32_t out = net.config().layers.back().size;
             SLIDE_REQUIRE(k >= 1 && static_cast<std::uint32_t>(k) <= out, "k must be in [1, " << out << "], got " << k);
             SLIDE_REQUIRE(dense || !normalizer, "the softmax normaliser needs dense (exact) prediction");
@@ -163,7 +163,6 @@ void bind_network(py::module_& m) {
             SLIDE_REQUIRE(scan_name != "int8" || !normalizer, "the softmax normaliser needs the fp32 scan");
             const ExactScan scan = scan_name == "fp32" ? ExactScan::kFp32
                                    : scan_name == "int8" ? ExactScan::kInt8 : ExactScan::kAuto;
-            QuantizedCache* cache = cache_obj.is_none() ? nullptr : cache_obj.cast<QuantizedCache*>();
             CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, nullptr);
             py::array_t<std::int32_t> ids({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
             py::array_t<float> scores({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
@@ -179,7 +178,7 @@ void bind_network(py::module_& m) {
             return py::tuple(py::make_tuple(ids, scores));
           },
           py::arg("x_indptr"), py::arg("x_indices"), py::arg("x_data"), py::arg("k"), py::arg("dense"),
-          py::arg("normalizer") = false, py::arg("scan") = "auto", py::arg("cache") = py::none())
+          py::arg("normalizer") = false, py::arg("scan") = "auto", py::arg("cache") = static_cast<QuantizedCache*>(nullptr))
       .def(
           "hidden",
           [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd) {
