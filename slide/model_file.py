@@ -80,9 +80,28 @@ def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = Tr
         arrays.update(net.memory.to_arrays())
     if net.vocabulary is not None:
         arrays[VOCABULARY_ARRAY] = vocabulary_to_array(net.vocabulary)
-    header["checksums"] = {k: _crc32(v) for k, v in arrays.items()}
-    arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+    write_model(path, header, arrays)
+
+
+def write_model(path: PathLike, header: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write `arrays` and `header` (given its checksums here) as a model file, atomically."""
+    header = {**header, "checksums": {k: _crc32(v) for k, v in arrays.items()}}
+    arrays = {**arrays, _HEADER: np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)}
+    atomic_write(Path(path), lambda f: np.savez(f, **arrays))
+
+
+def read_arrays(path: PathLike) -> dict[str, np.ndarray]:
+    """Every array of a model file (the header left out), each checked against its checksum."""
+    header = read_header(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files if k != _HEADER}
+    except _DAMAGED_ZIP as e:
+        raise ModelFileError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
+    for name, a in arrays.items():
+        if header["checksums"].get(name) != _crc32(a):
+            raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
+    return arrays
 
 
 def _crc32(a: np.ndarray) -> str:
@@ -125,10 +144,14 @@ def read_header(path: PathLike) -> dict:
     return header
 
 
-def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Network":
+def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=None,
+                 header: Optional[dict] = None) -> "Network":
+    """The network in `path`; with `comm`, a rank's shard of a sharded model (slide.distributed)."""
     path = Path(path)
-    header = read_header(path)
+    header = header or read_header(path)
     overrides = {"threads": threads} if threads is not None else {}
+    if comm is not None:
+        overrides["comm"] = comm
     try:
         net = cls.from_config(header["config"], **overrides)
     except (TypeError, KeyError, AttributeError) as e:
@@ -156,7 +179,9 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None) -> "Netw
         raise
     except _DAMAGED_ZIP as e:
         raise ModelFileError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
-    missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names]
+    # A re-sharded file leaves its LSH tables out: they are built again for the new blocks of rows.
+    missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names
+               and not (header.get("rebuild_tables") is True and ".lsh." in n)]
     if missing:
         raise ModelFileError(f"{path} lacks arrays {missing[:5]}")
     memory = {k: v for k, v in whole.items() if k in _MEMORY_ARRAYS}

@@ -163,6 +163,15 @@ class Network(word_vectors.WordVectorLookup):
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
             ``threads=1`` training is reproducible bit for bit.
+        sparse_exchange: under MPI, how the ranks sum the embedding's sparse gradient:
+            ``"allgather"``, ``"allreduce"`` (of the union of the rows) or ``"auto"`` (per batch,
+            the one that moves fewer bytes).
+        comm: an mpi4py communicator (``MPI.COMM_WORLD``) to train one network over its ranks:
+            each rank holds a block of the output layer's rows (its weights, optimizer state and
+            LSH tables), the layers below are replicated, and every data argument of `fit`,
+            `predict` and `evaluate` is the calling rank's own share of the rows. Every rank makes
+            the same calls in the same order. Needs ``mode="batch"`` or ``"dense"``. Install with
+            ``pip install "slide[mpi]"``; see the README's "Training on a cluster".
     """
 
     def __init__(
@@ -189,6 +198,8 @@ class Network(word_vectors.WordVectorLookup):
         neighbour_weight: float = _D["neighbour_weight"],
         threads: Optional[int] = None,
         seed: int = 0,
+        sparse_exchange: str = _D["sparse_exchange"],
+        comm: Any = None,
     ) -> None:
         _check_int("input_dim", input_dim, 1, MAX_DIM)
         _check_int("output_dim", output_dim, 1, MAX_DIM)
@@ -241,6 +252,7 @@ class Network(word_vectors.WordVectorLookup):
                           "extra threads wait for each other and make training slower, not faster",
                           RuntimeWarning, stacklevel=2)
         _check_int("seed", seed, 0, _MAX_SEED)
+        NETWORK["sparse_exchange"].check(sparse_exchange, "sparse_exchange")
 
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
@@ -254,6 +266,10 @@ class Network(word_vectors.WordVectorLookup):
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = int(threads), int(seed)
+        self.sparse_exchange = sparse_exchange
+        self.comm, self.output_shard = None, (0, self.output_dim)
+        if comm is not None:
+            self._join(comm)
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
         config = self._core_config()
@@ -261,8 +277,24 @@ class Network(word_vectors.WordVectorLookup):
         memory.check_fits(self.memory_estimate, f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> "
                                                 f"{self.output_dim:,} network with {self.threads} threads")
         self._core = _core.Network(config)
+        if self.comm is not None:
+            _core.set_collective(self._core, self.comm)
         # The int8 exact scan's quantized output layer, made again only when the weights change.
         self._scan_cache = _core.QuantizedCache()
+
+    def _join(self, comm: Any) -> None:
+        """Take this rank's block of the output layer (before the engine network is made)."""
+        from .distributed.communicator import Communicator
+        from .distributed.shards import shard_range
+
+        if self.mode == "sample":
+            raise ValueError("mode='sample' trains an active set per sample and cannot shard its output layer over "
+                             "MPI ranks; use mode='batch' (the default) or 'dense'")
+        self.comm = comm if isinstance(comm, Communicator) else Communicator(comm)
+        self.output_shard = shard_range(self.output_dim, self.comm.size, self.comm.rank)
+        if self.neighbours and self.comm.rank == 0:
+            log.warning("the neighbours' vote is not used under MPI (each rank holds only its share of the training "
+                        "points); predictions come from the network alone")
 
     # ----------------------------------------------------------------- configuration
     def _core_config(self) -> _core.NetworkConfig:
@@ -271,8 +303,13 @@ class Network(word_vectors.WordVectorLookup):
         layers = []
         for size, cfg in zip(self.hidden, self.hidden_lsh):
             layers.append(_layer(size, cfg))
-        layers.append(_layer(self.output_dim, self.lsh))
+        layers.append(_layer(self.output_shard[1], self.lsh))
         c.layers = layers
+        if self.comm is not None:
+            shard = _core.OutputShard()
+            shard.offset, shard.total = self.output_shard[0], self.output_dim
+            c.output_shard = shard
+        c.sparse_exchange = getattr(_core.SparseExchange, self.sparse_exchange)
         o = _core.OptimizerConfig()
         o.kind = getattr(_core.OptimizerKind, self.optimizer)
         o.beta1, o.beta2, o.eps = self.beta1, self.beta2, self.eps
@@ -309,6 +346,7 @@ class Network(word_vectors.WordVectorLookup):
             "neighbour_weight": self.neighbour_weight,
             "threads": self.threads,
             "seed": self.seed,
+            "sparse_exchange": self.sparse_exchange,
         }
 
     @classmethod
@@ -340,8 +378,38 @@ class Network(word_vectors.WordVectorLookup):
                     f"min_active={self.lsh.min_active})")
         elif self.mode == "sample":
             out += " per sample"
+        ranks = "" if self.comm is None else (f", rank {self.comm.rank} of {self.comm.size} holding outputs "
+                                              f"[{self.output_shard[0]}, {sum(self.output_shard)})")
         return (f"Network({self.input_dim} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim}, "
-                f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, {self.precision}, threads={self.threads})")
+                f"output {out}, {self.optimizer}, lr={self.learning_rate:g}, {self.precision}, threads={self.threads}"
+                f"{ranks})")
+
+    def _rank_batches(self, n: Optional[int], batch_size: int) -> tuple[int, Optional[int]]:
+        """This rank's share of each batch, and (under MPI) the batches every rank must take part
+        in: the most any rank's `n` rows make. A single process: (batch_size, None)."""
+        if self.comm is None:
+            return batch_size, None
+        from .distributed.shards import batch_share
+
+        rank_batch = batch_share(batch_size, self.comm.size, self.comm.rank)
+        return rank_batch, self.comm.largest(-(-n // rank_batch))
+
+    def _on_every_rank(self, fn, *args):
+        """fn(*args) here; under MPI, a rank whose data is refused stops every rank with an error
+        naming it, instead of leaving the others waiting for it in the next collective call."""
+        if self.comm is None:
+            return fn(*args)
+        try:
+            out, error = fn(*args), None
+        except (ValueError, FileNotFoundError) as e:
+            out, error = None, e
+        problems = self.comm.gather_objects(None if error is None else str(error))
+        if error is not None:
+            raise error
+        refused = [(r, p) for r, p in enumerate(problems) if p]
+        if refused:
+            raise ValueError(f"rank {refused[0][0]} refused its data: {refused[0][1]}")
+        return out
 
     # ----------------------------------------------------------------- training
     def prepare(self, X, Y: LabelsLike) -> "TrainingData":
@@ -351,20 +419,24 @@ class Network(word_vectors.WordVectorLookup):
 
     @_one_call_at_a_time
     def train_rows(self, data: "TrainingData", rows: np.ndarray, *, batch_size: int, lr, bar=None,
-                   on_batch=None) -> dict[str, float]:
+                   on_batch=None, steps: Optional[int] = None) -> dict[str, float]:
         """Train on data's `rows`, in that order, `batch_size` at a time.
 
         `lr` is a number or a function of the batch index within this call. Returns the summed loss,
         the samples with labels and the active outputs. Ctrl-C between batches raises
         TrainingInterrupted carrying how many rows were trained, so a caller can resume exactly.
-        `on_batch(step, logs)`, if given, is called after every optimizer step.
+        `on_batch(step, logs)`, if given, is called after every optimizer step. `steps` (under
+        MPI: the most batches any rank has) pads the call with empty batches, since every rank
+        takes part in every step.
         """
         arrays = (data.X.indptr, data.X.indices, data.X.data, data.Y.indptr, data.Y.indices)
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         totals = {"loss": 0.0, "samples": 0, "active": 0}
         t0, done = time.perf_counter(), 0
         try:
-            for b, start in enumerate(range(0, len(rows), batch_size)):
+            starts = list(range(0, len(rows), batch_size))
+            starts += [len(rows)] * max(0, (steps or 0) - len(starts))
+            for b, start in enumerate(starts):
                 batch = rows[start:start + batch_size]
                 rate = lr(b) if callable(lr) else lr
                 stats = self._core.train_batch(*arrays, batch, rate)
@@ -463,6 +535,9 @@ class Network(word_vectors.WordVectorLookup):
         if early_stopping is not None:
             _check_int("early_stopping (epochs of patience)", early_stopping, 1)
         streamed = Y is None
+        if streamed and self.comm is not None:
+            raise ValueError("under MPI, fit takes each rank's own rows in memory as X, Y (slide train reads each "
+                             "rank's byte range of the training file); streams are for a single process")
         if streamed:
             pieces = _Pieces(self, X, epochs)
             if validation_split:
@@ -474,13 +549,12 @@ class Network(word_vectors.WordVectorLookup):
                                  "lr_schedule_steps, since the steps of an epoch are not known in advance; or pass "
                                  "a slide.datasets.Stream")
         else:
-            data = self.prepare(X, Y)
+            data = self._on_every_rank(self.prepare, X, Y)
         val = None
         if validation_data is not None:
             if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
                 raise ValueError("validation_data must be a pair (X_val, Y_val)")
-            Xv = as_features(validation_data[0], self.input_dim, "validation X")
-            val = (Xv, as_labels(validation_data[1], self.output_dim, Xv.shape[0], "validation Y"))
+            val = self._on_every_rank(_validation_pair, validation_data, self.input_dim, self.output_dim)
         elif validation_split:
             data, val = _hold_out(data, validation_split, self.seed)
         if val is None and (early_stopping is not None or monitor != "P@1"):
@@ -490,9 +564,10 @@ class Network(word_vectors.WordVectorLookup):
         best_parameters = None
         if not streamed:
             n = len(data)
-        if n == 0:
+        if (n if self.comm is None else self.comm.total(n)) == 0:
             raise ValueError("X has no rows to train on")
-        steps_per_epoch = -(-n // batch_size) if n is not None else None
+        rank_batch, rank_steps = self._rank_batches(n, batch_size)
+        steps_per_epoch = rank_steps if self.comm is not None else (-(-n // batch_size) if n is not None else None)
         total_steps = steps_per_epoch * epochs if n is not None else None
         rng = np.random.default_rng(self.seed + self._core.counters()["step"])
         history = History()
@@ -503,13 +578,14 @@ class Network(word_vectors.WordVectorLookup):
         for epoch in range(epochs):
             lr = self._rate(epoch * (steps_per_epoch or 0), total_steps)
             t0 = time.perf_counter()
-            bar = progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress)
+            bar = progress_bar(n, f"epoch {epoch + 1}/{epochs}", progress and (self.comm is None or self.comm.rank == 0))
             try:
                 if streamed:
                     totals = self._train_pieces(pieces.epoch(epoch, batch_size), batch_size, lr, bar, on_batch)
                 else:
                     order = rng.permutation(n) if shuffle else np.arange(n)
-                    totals = self.train_rows(data, order, batch_size=batch_size, lr=lr, bar=bar, on_batch=on_batch)
+                    totals = self.train_rows(data, order, batch_size=rank_batch, lr=lr, bar=bar, on_batch=on_batch,
+                                             steps=rank_steps)
             except TrainingInterrupted as stop:
                 totals = stop.totals
                 self.interrupted = history.interrupted = True
@@ -547,7 +623,9 @@ class Network(word_vectors.WordVectorLookup):
         if best_parameters is not None and tracker.best_at != len(history.epochs):
             restore(self, best_parameters)
             history.restored_best = True
-        if self.neighbours and streamed:
+        if self.comm is not None:
+            pass  # no vote under MPI (see _join)
+        elif self.neighbours and streamed:
             log.info("fit on a stream: no nearest-neighbour memory (it needs the training points in memory); "
                      "predictions use the network alone, or call remember() with the points to vote")
         elif self.neighbours:
@@ -598,19 +676,20 @@ class Network(word_vectors.WordVectorLookup):
             raise ValueError(f"partial_fit with lr_schedule={self.lr_schedule!r} (or lr_warmup) needs "
                              "lr_schedule_steps: the number of optimizer steps the schedule spans across calls")
         hooks = CallbackList(callbacks)
-        data = self.prepare(X, Y)
-        if len(data) == 0:
+        data = self._on_every_rank(self.prepare, X, Y)
+        if (len(data) if self.comm is None else self.comm.total(len(data))) == 0:
             raise ValueError("X has no rows to train on")
+        rank_batch, steps = self._rank_batches(len(data), batch_size)
         on_batch = (lambda step, logs: hooks.call("on_batch_end", self, step, logs)) if hooks.wants_batches() else None
         hooks.call("on_train_begin", self)
         self.interrupted = False
         try:
-            self.train_rows(data, np.arange(len(data)), batch_size=batch_size, lr=self._rate(0, None),
-                            on_batch=on_batch)
+            self.train_rows(data, np.arange(len(data)), batch_size=rank_batch, lr=self._rate(0, None),
+                            on_batch=on_batch, steps=steps)
         except TrainingInterrupted:
             self.interrupted = True
             log.warning("partial_fit interrupted by the user; the model is intact")
-        if self.neighbours:  # the pieces add up to the memory of everything trained on
+        if self.neighbours and self.comm is None:  # the pieces add up to the memory of everything trained on
             self.memory = self.memory.extended(data.X, data.Y) if self.memory else NeighbourMemory(data.X, data.Y)
         hooks.call("on_train_end", self, None)
         return self
@@ -634,14 +713,18 @@ class Network(word_vectors.WordVectorLookup):
             raise ValueError(f"mode must be 'dense' or 'sparse', got {mode!r}")
         if mode == "sparse" and not self.sampled:
             raise ValueError("mode='sparse' needs an LSH-sampled output layer; this network is dense")
-        X = as_features(X, self.input_dim)
+        X = self._on_every_rank(as_features, X, self.input_dim)
+        if self.comm is not None:
+            from .distributed.top_k import predict as predict_over_ranks
+
+            return predict_over_ranks(self, X, k, mode == "dense")[:2]
         if use_neighbours and self._fuses:
             return self._fusion(X, k, mode == "dense")[0].top(self.neighbour_weight, k)
         return self._core.predict(X.indptr, X.indices, X.data, k, mode == "dense", cache=self._scan_cache)
 
     @property
     def _fuses(self) -> bool:
-        return bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
+        return bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0 and self.comm is None
 
     def _fusion(self, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
                 ) -> tuple[Fusion, Optional[np.ndarray]]:
@@ -702,10 +785,13 @@ class Network(word_vectors.WordVectorLookup):
         ks defaults to 1, 3 and 5, leaving out those above output_dim.
         """
         ks = self._ranks(ks)
-        X = as_features(X, self.input_dim)
-        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        X, Yc = self._on_every_rank(_validation_pair, (X, Y), self.input_dim, self.output_dim, "")
         ids, _ = self.predict(X, k=max(ks), mode=mode, use_neighbours=use_neighbours)
-        return ranking_report(ids, Yc, ks)
+        report = ranking_report(ids, Yc, ks)
+        if self.comm is None:
+            return report
+        n = self.comm.total(X.shape[0])  # every rank's samples, each counted once
+        return {name: self.comm.total(value * X.shape[0]) / max(n, 1.0) for name, value in report.items()}
 
     def _ranks(self, ks: Optional[Sequence[int]]) -> tuple[int, ...]:
         if ks is None:
@@ -727,7 +813,12 @@ class Network(word_vectors.WordVectorLookup):
         training points, the probabilities are the fused model's, softmax(logit + weight x vote),
         normalised exactly over every output."""
         _check_int("k", k, 1, self.output_dim)
-        X = as_features(X, self.input_dim)
+        X = self._on_every_rank(as_features, X, self.input_dim)
+        if self.comm is not None:
+            from .distributed.top_k import predict as predict_over_ranks
+
+            ids, scores, log_normalizer = predict_over_ranks(self, X, k, True, normaliser=True)
+            return ids, np.exp(scores - log_normalizer[:, None]).astype(np.float32)
         if self._fuses:
             fusion, log_normalizer = self._fusion(X, k, True, normaliser=True)
             ids, scores = fusion.top(self.neighbour_weight, k)
@@ -767,6 +858,9 @@ class Network(word_vectors.WordVectorLookup):
     @_one_call_at_a_time
     def loss(self, X, Y: LabelsLike) -> float:
         """Mean exact softmax cross-entropy (every output neuron) over samples with labels."""
+        if self.comm is not None:
+            raise ValueError("loss() scores one process's whole output layer; under MPI each rank holds a part: "
+                             "monitor a ranking metric (P@k, nDCG@k) instead")
         X = as_features(X, self.input_dim)
         Yc = as_labels(Y, self.output_dim, X.shape[0])
         return float(self._core.mean_loss(X.indptr, X.indices, X.data, Yc.indptr, Yc.indices))
@@ -779,6 +873,11 @@ class Network(word_vectors.WordVectorLookup):
 
         `extra` is stored in the file's JSON header (read it back with `slide.model_file.read_header`).
         """
+        if self.comm is not None:  # a folder: one file per rank and a manifest
+            from .distributed.checkpoint import save_shards
+
+            save_shards(self, path, include_optimizer=include_optimizer, extra=extra)
+            return
         from .model_file import save_network
 
         save_network(self, path, include_optimizer=include_optimizer, extra=extra)
@@ -786,15 +885,22 @@ class Network(word_vectors.WordVectorLookup):
     def __reduce__(self):
         """Pickling (and copy.deepcopy, joblib) stores the model file's bytes: no engine pointers,
         and unpickling runs the same checks as `load`."""
+        if self.comm is not None:
+            raise TypeError("a network sharded over MPI ranks cannot be pickled; save() it (one file per rank)")
         from .model_file import network_to_bytes
 
         return _network_from_bytes, (type(self), network_to_bytes(self))
 
     @classmethod
-    def load(cls, path: "os.PathLike[str] | str", *, threads: Optional[int] = None) -> "Network":
-        """Load a model written by `save`; predictions are identical to the saved model's."""
+    def load(cls, path: "os.PathLike[str] | str", *, threads: Optional[int] = None, comm: Any = None) -> "Network":
+        """Load a model written by `save`; predictions are identical to the saved model's. With
+        `comm`, every rank loads its shard of a model saved under MPI by as many ranks
+        (`slide reshard` changes the number of ranks, or makes one single-process file)."""
+        from .distributed.checkpoint import is_sharded, load_shards
         from .model_file import load_network
 
+        if comm is not None or is_sharded(path):
+            return load_shards(cls, path, comm, threads=threads)
         return load_network(cls, path, threads=threads)
 
     # ----------------------------------------------------------------- introspection
@@ -844,6 +950,13 @@ class _Pieces:
                 raise ValueError(f"piece {i} of the training data is not an (X, Y) pair")
             data = net.prepare(*piece)
             yield data, np.arange(len(data))
+
+
+def _validation_pair(pair: Any, input_dim: int, output_dim: int, what: str = "validation "
+                     ) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """(X, Y) checked and converted; `what` prefixes their names in errors."""
+    Xv = as_features(pair[0], input_dim, f"{what}X")
+    return Xv, as_labels(pair[1], output_dim, Xv.shape[0], f"{what}Y")
 
 
 def _hold_out(data: TrainingData, share: float, seed: int) -> tuple[TrainingData, tuple]:

@@ -140,6 +140,10 @@ NETWORK = _table(
             flag="--input-dropout", default=0.0),
     Setting("precision", "str", "fp32, or bf16: training reads BF16 copies of the weight rows",
             choices=("fp32", "bf16"), flag="--precision", default="fp32"),
+    Setting("sparse_exchange", "str", "under MPI, how the ranks sum the embedding's sparse gradient: allgather "
+            "(every rank sends its rows to every other), allreduce (the union of the rows, summed) or auto (the "
+            "one that moves fewer bytes for each batch)", choices=("auto", "allgather", "allreduce"),
+            flag="--sparse-exchange", default="auto"),
     Setting("neighbours", "int", "k: each prediction fuses the labels of the k most similar training points "
             "(cosine) with the network's logits; 0: the network alone", 0, 1000, flag="--neighbours", default=10),
     Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "

@@ -24,6 +24,15 @@ struct BatchWorkspace {
   std::vector<float> hidden_delta;      // B x ldh: dL/d hidden
   std::vector<std::uint32_t> buckets;   // B x L: each sample's bucket in every table
   std::vector<std::uint32_t> labels;    // every label of the batch, repeats included
+  std::vector<std::int64_t> label_ptr;  // B + 1: sample b's labels are labels[label_ptr[b], label_ptr[b + 1])
+  // Under MPI: the batch's samples are every rank's, in rank order (B of them); this rank's start
+  // at `first` and number `held`, and each rank's count is in `rank_samples`.
+  std::size_t first = 0, held = 0;
+  std::vector<std::size_t> rank_samples;
+  std::vector<std::uint32_t> packed;    // this rank's samples for the others
+  std::vector<std::uint8_t> gathered;   // every rank's
+  std::vector<std::size_t> gathered_bytes;
+  std::vector<float> held_delta;        // held x ldh: dL/d hidden of this rank's samples
   std::unique_ptr<SharedActiveSet> active;
   std::vector<float> weights_t;         // K x ldc: the chunk's weight rows, transposed
   std::vector<float> weights;           // C x ldh: the chunk's weight rows (gathered or widened from BF16)
@@ -32,6 +41,7 @@ struct BatchWorkspace {
   std::vector<float> logits_t;          // C x B: dL/dlogits transposed
   std::vector<float> weight_grad;       // C x ldh (sampled layers)
   std::vector<float> row_max, row_sum, loss;  // B: softmax statistics and per-sample loss
+  std::vector<float> local_max, row_scale;    // B: this shard's max; exp(z - local max) to probability
   std::vector<float> scratch;           // threads x ldc: exponentials that are only summed
 };
 

@@ -39,9 +39,11 @@ std::unique_ptr<ThreadState> Network::make_state(int thread) const {
 void Network::init_weights() {
   // Row r of a matrix draws from its own generator, so initialisation is parallel and still a
   // function of the seed alone.
-  auto init = [this](Parameters& p, float stddev, std::uint64_t salt) {
+  // An output shard's rows draw as the same rows of the whole layer: a sharded network starts where
+  // the single-process one does.
+  auto init = [this](Parameters& p, float stddev, std::uint64_t salt, std::uint32_t first_row = 0) {
     parallel_for(config_.threads, static_cast<std::int64_t>(p.rows), [&](std::int64_t r) {
-      Rng rng(mix64(config_.seed ^ salt) + static_cast<std::uint64_t>(r));
+      Rng rng(mix64(config_.seed ^ salt) + static_cast<std::uint64_t>(r) + first_row);
       float* w = p.row(static_cast<std::uint32_t>(r));
       for (std::uint32_t c = 0; c < p.cols; ++c) w[c] = stddev * rng.normal();
     });
@@ -50,7 +52,7 @@ void Network::init_weights() {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const float fan_in = static_cast<float>(layers[i].params.cols);
     const float stddev = layers[i].is_output() ? 1.0f / std::sqrt(fan_in) : std::sqrt(2.0f / fan_in);
-    init(layers[i].params, stddev, 0x22 + i);
+    init(layers[i].params, stddev, 0x22 + i, layers[i].is_output() ? config_.output_shard.offset : 0);
   }
 }
 

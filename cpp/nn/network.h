@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/sparse_view.h"
+#include "distributed/collective.h"
 #include "nn/batch_workspace.h"
 #include "nn/fc_layer.h"
 #include "nn/input_layer.h"
@@ -59,6 +60,10 @@ class Network {
   // sample: a dense output layer, or a sampled one with lsh.batch_active > 0.
   bool trains_shared_batches() const;
   BatchWorkspace& batch_workspace();
+  // Under MPI, the ranks this network trains with (it holds config().output_shard of the output
+  // layer); null for a single process.
+  void set_collective(std::shared_ptr<Collective> c) { collective_ = std::move(c); }
+  Collective* collective() const { return collective_.get(); }
 
   InputLayer input;
   std::vector<FcLayer> layers;
@@ -75,6 +80,7 @@ class Network {
   std::vector<std::uint8_t> in_batch_;  // output-width marks, reset after each batch
   NegativePool pool_;
   std::unique_ptr<BatchWorkspace> workspace_;
+  std::shared_ptr<Collective> collective_;
 };
 
 }  // namespace slide

@@ -30,6 +30,12 @@ void validate(const NetworkConfig& c) {
                   "product over the batch's hidden activations");
     prev = l.size;
   }
+  const OutputShard& shard = c.output_shard;
+  SLIDE_REQUIRE(shard.total == 0 || std::uint64_t{shard.offset} + c.layers.back().size <= shard.total,
+                "output_shard: rows [" << shard.offset << ", " << std::uint64_t{shard.offset} + c.layers.back().size
+                                       << ") do not fit in an output layer of " << shard.total);
+  SLIDE_REQUIRE(shard.total == 0 || !sampled_hidden,
+                "a sharded output layer needs dense hidden layers (it trains batch-shared)");
 }
 
 }  // namespace slide

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "distributed/collective.h"
+#include "distributed/sparse_exchange.h"
 #include "lsh/lsh_config.h"
 #include "nn/parameters.h"
 
@@ -30,6 +32,14 @@ struct NetworkConfig {
   // Training only: each nonzero feature is dropped with this probability (the rest are scaled by
   // 1 / (1 - p), after normalisation, so their mean is unchanged). Regularises the sparse embedding.
   float input_dropout = 0.0f;
+  // Under MPI: the rows of the output layer this rank holds (layers.back().size of them). Labels
+  // stay global ids; the rows initialise as the same rows of the whole layer would.
+  OutputShard output_shard;
+  // Under MPI: how the embedding's sparse gradient is summed over the ranks (distributed/replica_sync.h).
+  SparseExchange sparse_exchange = SparseExchange::kAuto;
+
+  // Labels the network predicts: the whole output layer, of which this process may hold a part.
+  std::uint32_t outputs() const { return output_shard.total ? output_shard.total : layers.back().size; }
 };
 
 void validate(const NetworkConfig& c);  // throws std::invalid_argument naming the field

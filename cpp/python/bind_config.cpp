@@ -14,6 +14,14 @@ void bind_config(py::module_& m) {
       .value("dwta", HashKind::kDwta)
       .value("minhash", HashKind::kMinHash);
   py::enum_<BucketPolicy>(m, "BucketPolicy").value("fifo", BucketPolicy::kFifo).value("reservoir", BucketPolicy::kReservoir);
+  py::enum_<SparseExchange>(m, "SparseExchange")
+      .value("auto", SparseExchange::kAuto)
+      .value("allgather", SparseExchange::kAllgather)
+      .value("allreduce", SparseExchange::kAllreduce);
+  py::class_<OutputShard>(m, "OutputShard")
+      .def(py::init<>())
+      .def_readwrite("offset", &OutputShard::offset)
+      .def_readwrite("total", &OutputShard::total);
   py::enum_<OptimizerKind>(m, "OptimizerKind")
       .value("adam", OptimizerKind::kAdam)
       .value("sgd", OptimizerKind::kSgd)
@@ -64,7 +72,9 @@ void bind_config(py::module_& m) {
       .def_readwrite("seed", &NetworkConfig::seed)
       .def_readwrite("bf16_weights", &NetworkConfig::bf16_weights)
       .def_readwrite("l2_normalize_input", &NetworkConfig::l2_normalize_input)
-      .def_readwrite("input_dropout", &NetworkConfig::input_dropout);
+      .def_readwrite("input_dropout", &NetworkConfig::input_dropout)
+      .def_readwrite("output_shard", &NetworkConfig::output_shard)
+      .def_readwrite("sparse_exchange", &NetworkConfig::sparse_exchange);
   m.def("estimate_memory", [](const NetworkConfig& c, std::size_t batch_size) {
     validate(c);
     const MemoryEstimate e = estimate_memory(c, batch_size);

@@ -117,6 +117,9 @@ py::dict batch_stats(const BatchStats& s) {
   d["active"] = s.active;
   d["retrieved"] = s.retrieved;
   d["nonfinite_rows"] = s.nonfinite_rows;
+  d["exchanged_rows"] = s.exchanged_rows;
+  d["exchanged_union"] = s.exchanged_union;
+  d["exchanged_by_allreduce"] = s.exchanged_by_allreduce;
   return d;
 }
 
@@ -137,7 +140,7 @@ void bind_network(py::module_& m) {
              const IndexArray& yi, const RowArray& rows, float lr, bool apply) {
             SLIDE_REQUIRE(std::isfinite(lr) && lr >= 0.0f, "learning rate must be finite and >= 0, got " << lr);
             CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, &rows);
-            CsrIds y = labels_view(yp, yi, net.config().layers.back().size, &rows);
+            CsrIds y = labels_view(yp, yi, net.config().outputs(), &rows);
             SLIDE_REQUIRE(x.rows == y.rows, "X has " << x.rows << " rows but Y has " << y.rows);
             BatchStats s;
             {

@@ -130,12 +130,12 @@ void bind_testing(py::module_& m) {
         const HashTables tables = make_tables(codes, order, range_bits, bucket_size, false, seed, 1);
         check_queries(tables, queries);
         for (std::uint32_t id : labels) SLIDE_REQUIRE(id < tables.num_items(), "label");
-        SharedActiveSet set(tables.num_items(), threads);
+        SharedActiveSet set(tables.num_items(), OutputShard{}, tables.num_items(), threads);
         Rng rng(seed);
         std::vector<std::vector<std::uint32_t>> out;
         for (int round = 0; round < 2; ++round) {  // twice: the second build must not see the first's counts
           set.build(tables, queries.data(), static_cast<std::size_t>(queries.shape(0)), labels, max_candidates,
-                    min_size, rng);
+                    min_size, rng, nullptr);
           out.push_back(set.ids());
         }
         return out;

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   slide::python::bind_skipgram(m);
   slide::python::bind_testing(m);
   slide::python::bind_neighbours(m);
+  slide::python::bind_collective(m);
 }

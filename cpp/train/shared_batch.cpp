@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "common/aligned_array.h"
@@ -39,7 +40,9 @@ class SharedBatch {
         k_(kernels()),
         T_(net.threads()),
         K_(p_.cols),
-        ldh_(padded_stride(p_.cols)) {}
+        ldh_(padded_stride(p_.cols)),
+        comm_(net.collective()),
+        shard_(net.config().output_shard) {}
 
   BatchStats run(const std::int64_t* rows, std::int64_t count) {
     BatchStats stats;
@@ -47,8 +50,9 @@ class SharedBatch {
     for (std::int64_t i = 0; i < count; ++i)  // a sample without labels has nothing to learn
       if (y_.indptr[rows[i] + 1] > y_.indptr[rows[i]]) w_.rows.push_back(rows[i]);
     B_ = w_.rows.size();
-    if (B_ == 0) return stats;
     hidden_forward();
+    if (comm_) share_samples();  // B_ becomes every rank's samples
+    if (B_ == 0) return stats;
     stats.retrieved = static_cast<std::int64_t>(choose_outputs()) * static_cast<std::int64_t>(B_);
     output_gradients();
     hidden_backward();
@@ -59,6 +63,10 @@ class SharedBatch {
   }
 
  private:
+  // The key of input dropout's mask for this rank's b-th sample: ranks get disjoint keys, so their
+  // samples at one position of a batch do not drop the same features.
+  std::int64_t key(std::int64_t b) const { return comm_ ? (std::int64_t{comm_->rank()} << 40) + b : b; }
+
   std::uint32_t neuron(std::size_t position) const {
     return ids_ ? ids_[position] : static_cast<std::uint32_t>(position);
   }
@@ -66,11 +74,21 @@ class SharedBatch {
   // Per sample: the layers below the output, and (sampled output) the sample's buckets.
   void hidden_forward() {
     w_.hidden.assign(B_ * ldh_, 0.0f);
-    const int L = out_.sampled() ? out_.index()->config().l : 0;
+    L_ = out_.sampled() ? out_.index()->config().l : 0;
+    const int L = L_;
     w_.buckets.resize(B_ * L);
+    w_.first = 0;
+    w_.held = B_;
+    w_.label_ptr.assign(1, 0);
+    w_.labels.clear();
+    for (std::int64_t r : w_.rows) {
+      for (std::int64_t q = y_.indptr[r]; q < y_.indptr[r + 1]; ++q)
+        w_.labels.push_back(static_cast<std::uint32_t>(y_.indices[q]));
+      w_.label_ptr.push_back(static_cast<std::int64_t>(w_.labels.size()));
+    }
     parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) {
-        const Activations& h = net_.forward_hidden(ts, sample_at(x_, &y_, w_.rows[b], b), Mode::kTrain, ts.rng);
+        const Activations& h = net_.forward_hidden(ts, sample_at(x_, &y_, w_.rows[b], key(b)), Mode::kTrain, ts.rng);
         float* hb = &w_.hidden[b * ldh_];
         std::copy(h.values.begin(), h.values.begin() + K_, hb);
         if (L) out_.index()->family().buckets(hb, &w_.buckets[b * L], ts.layers.back().hash);
@@ -85,16 +103,12 @@ class SharedBatch {
       N_ = p_.rows;
       return 0;
     }
-    w_.labels.clear();
-    for (std::int64_t r : w_.rows)
-      for (std::int64_t q = y_.indptr[r]; q < y_.indptr[r + 1]; ++q)
-        w_.labels.push_back(static_cast<std::uint32_t>(y_.indices[q]));
-    if (!w_.active) w_.active = std::make_unique<SharedActiveSet>(p_.rows, T_);
+    if (!w_.active) w_.active = std::make_unique<SharedActiveSet>(net_.config().outputs(), shard_, p_.rows, T_);
     const LshConfig& c = out_.index()->config();
     const std::uint32_t retrieved =
         w_.active->build(out_.index()->tables(), w_.buckets.data(), B_, w_.labels,
                          static_cast<std::size_t>(c.batch_active), static_cast<std::size_t>(c.min_active),
-                         net_.state(0).rng);
+                         net_.state(0).rng, comm_);
     ids_ = w_.active->ids().data();
     N_ = w_.active->ids().size();
     return retrieved;
@@ -154,16 +168,16 @@ class SharedBatch {
       for (std::size_t b = r.begin; b < r.end; ++b) {
         float* z = &w_.logits[b * ldc_];
         if (have_exp) {
-          const float inv = 1.0f / w_.row_sum[b];
+          const float inv = w_.row_scale[b];
           for (std::size_t n = 0; n < nc; ++n) z[n] *= inv;
         } else {
           k_.exp_sum(z, z, nc, w_.row_max[b] + std::log(w_.row_sum[b]));
         }
-        const std::int64_t r0 = y_.indptr[w_.rows[b]], r1 = y_.indptr[w_.rows[b] + 1];
+        const std::int64_t r0 = w_.label_ptr[b], r1 = w_.label_ptr[b + 1];
         const float target = 1.0f / static_cast<float>(r1 - r0);
         for (std::int64_t q = r0; q < r1; ++q) {
-          const std::uint32_t label = static_cast<std::uint32_t>(y_.indices[q]);
-          const std::uint32_t pos = ids_ ? w_.active->position(label) : label;
+          const std::uint32_t label = w_.labels[static_cast<std::size_t>(q)];
+          const std::uint32_t pos = ids_ ? w_.active->position(label) : held_row(label);
           if (pos < c0 || pos >= c0 + nc) continue;
           w_.loss[b] -= target * std::log(std::max(z[pos - c0], 1e-30f));
           z[pos - c0] -= target;
@@ -236,29 +250,121 @@ class SharedBatch {
         chunk_logits(c0, std::min(chunk, N_ - c0));
         accumulate_normalisers(std::min(chunk, N_ - c0), false);
       }
+    } else if (N_ > 0) {
+      chunk_logits(0, N_);
+      accumulate_normalisers(N_, true);
     }
+    combine_normalisers();
     for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
       const std::size_t nc = std::min(chunk, N_ - c0);
-      chunk_logits(c0, nc);
-      if (one_pass) accumulate_normalisers(nc, true);
+      if (!one_pass) chunk_logits(c0, nc);
       chunk_softmax_gradient(c0, nc, one_pass);
       chunk_backward(c0, nc);
+    }
+    if (comm_) {  // each rank takes back dL/d hidden of its own samples, summed over the shards
+      std::vector<std::size_t> counts(w_.rank_samples.size());
+      for (std::size_t r = 0; r < counts.size(); ++r) counts[r] = w_.rank_samples[r] * ldh_;
+      w_.held_delta.resize(std::max<std::size_t>(1, w_.held * ldh_));
+      comm_->sum_scatter(w_.hidden_delta.data(), counts, w_.held_delta.data());
+    }
+  }
+
+  // Each sample's softmax normaliser over every shard: the max of the shards' maxima, and their
+  // sums of exp rescaled to it. Sets row_scale, which turns a one-pass chunk's exp(z - this
+  // shard's max) into probabilities.
+  void combine_normalisers() {
+    w_.row_scale.resize(B_);
+    if (!comm_) {
+      for (std::size_t b = 0; b < B_; ++b) w_.row_scale[b] = 1.0f / w_.row_sum[b];
+      return;
+    }
+    w_.local_max = w_.row_max;
+    comm_->max(w_.row_max.data(), B_);
+    const float none = -std::numeric_limits<float>::infinity();  // a shard with no neuron in the set
+    for (std::size_t b = 0; b < B_; ++b)
+      if (w_.local_max[b] != none) w_.row_sum[b] *= std::exp(w_.local_max[b] - w_.row_max[b]);
+    comm_->sum(w_.row_sum.data(), B_);
+    for (std::size_t b = 0; b < B_; ++b)
+      w_.row_scale[b] = w_.local_max[b] == none ? 0.0f : std::exp(w_.local_max[b] - w_.row_max[b]) / w_.row_sum[b];
+  }
+
+  // The row of this shard holding global output `label`, or kAbsent (dense output layer).
+  std::uint32_t held_row(std::uint32_t label) const {
+    return label >= shard_.offset && label - shard_.offset < p_.rows ? label - shard_.offset
+                                                                     : SharedActiveSet::kAbsent;
+  }
+
+  // Under MPI: every rank's samples (top hidden activations, buckets and labels) to every rank, in
+  // rank order, so each shard scores the whole batch.
+  void share_samples() {
+    const std::size_t held = B_, L = static_cast<std::size_t>(L_);
+    std::vector<std::uint32_t>& out = w_.packed;
+    out.assign(1, static_cast<std::uint32_t>(held));
+    for (std::size_t b = 0; b < held; ++b) {
+      const std::size_t at = out.size();
+      out.resize(at + K_);
+      std::memcpy(&out[at], &w_.hidden[b * ldh_], K_ * sizeof(float));
+    }
+    out.insert(out.end(), w_.buckets.begin(), w_.buckets.begin() + static_cast<std::ptrdiff_t>(held * L));
+    for (std::size_t b = 0; b < held; ++b)
+      out.push_back(static_cast<std::uint32_t>(w_.label_ptr[b + 1] - w_.label_ptr[b]));
+    out.insert(out.end(), w_.labels.begin(), w_.labels.end());
+    comm_->gather(out.data(), out.size() * sizeof(std::uint32_t), w_.gathered, w_.gathered_bytes);
+
+    const std::size_t ranks = w_.gathered_bytes.size();
+    w_.rank_samples.assign(ranks, 0);
+    std::size_t total = 0;
+    for (std::size_t r = 0, at = 0; r < ranks; at += w_.gathered_bytes[r], ++r) {
+      std::uint32_t n;
+      std::memcpy(&n, w_.gathered.data() + at, sizeof(n));
+      w_.rank_samples[r] = n;
+      if (static_cast<int>(r) == comm_->rank()) w_.first = total;
+      total += n;
+    }
+    w_.held = held;
+    B_ = total;
+    w_.hidden.assign(B_ * ldh_, 0.0f);
+    w_.buckets.resize(B_ * L);
+    w_.labels.clear();
+    w_.label_ptr.assign(1, 0);
+    std::size_t b = 0;
+    for (std::size_t r = 0, at = 0; r < ranks; at += w_.gathered_bytes[r], ++r) {
+      const std::uint8_t* part = w_.gathered.data() + at;
+      const std::size_t n = w_.rank_samples[r];
+      const std::uint8_t* hidden = part + sizeof(std::uint32_t);
+      const std::uint8_t* buckets = hidden + n * K_ * sizeof(float);
+      const std::uint8_t* counts = buckets + n * L * sizeof(std::uint32_t);
+      const std::uint8_t* labels = counts + n * sizeof(std::uint32_t);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::memcpy(&w_.hidden[(b + i) * ldh_], hidden + i * K_ * sizeof(float), K_ * sizeof(float));
+        std::uint32_t c;
+        std::memcpy(&c, counts + i * sizeof(c), sizeof(c));
+        const std::size_t start = w_.labels.size();
+        w_.labels.resize(start + c);
+        if (c) std::memcpy(&w_.labels[start], labels, c * sizeof(std::uint32_t));
+        labels += c * sizeof(std::uint32_t);
+        w_.label_ptr.push_back(static_cast<std::int64_t>(w_.labels.size()));
+      }
+      if (L && n) std::memcpy(&w_.buckets[b * L], buckets, n * L * sizeof(std::uint32_t));
+      b += n;
     }
   }
 
   // Per sample, from dL/dhidden down through the hidden layers and the embedding.
   void hidden_backward() {
     const bool recompute = net_.layers.size() > 1;  // a thread state holds one sample's activations
-    parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
+    const float* delta = comm_ ? w_.held_delta.data() : w_.hidden_delta.data();
+    parallel_rows(net_, static_cast<std::int64_t>(w_.held), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) {
-        const SampleView s = sample_at(x_, &y_, w_.rows[b], b);
+        const SampleView s = sample_at(x_, &y_, w_.rows[b], key(b));
         if (recompute) net_.forward_hidden(ts, s, Mode::kTrain, ts.rng);
         Activations& top = net_.top_hidden(ts);
+        const float* hidden = &w_.hidden[(w_.first + b) * ldh_];
         if (!recompute) {
           top.set_dense(static_cast<std::uint32_t>(K_));
-          std::copy(&w_.hidden[b * ldh_], &w_.hidden[b * ldh_] + K_, top.values.begin());
+          std::copy(hidden, hidden + K_, top.values.begin());
         }
-        std::copy(&w_.hidden_delta[b * ldh_], &w_.hidden_delta[b * ldh_] + K_, top.delta.begin());
+        std::copy(&delta[b * ldh_], &delta[b * ldh_] + K_, top.delta.begin());
         net_.backward_hidden(ts, s);
       }
     });
@@ -273,7 +379,10 @@ class SharedBatch {
   const Kernels& k_;
   const int T_;
   const std::size_t K_, ldh_;
+  Collective* const comm_;
+  const OutputShard shard_;
   std::size_t B_ = 0, N_ = 0, ldc_ = 0;
+  int L_ = 0;
   const std::uint32_t* ids_ = nullptr;
 };
 

@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include "common/check.h"
+#include "distributed/replica_sync.h"
 #include "train/parallel_rows.h"
 #include "train/shared_batch.h"
 
@@ -31,11 +33,31 @@ BatchStats per_sample_gradients(Network& net, const CsrFloat& x, const CsrIds& y
 
 BatchStats train_batch(Network& net, const CsrFloat& x, const CsrIds& y, const std::int64_t* rows,
                        std::int64_t count, float lr, bool apply) {
+  Collective* comm = net.collective();
+  SLIDE_REQUIRE(!comm || net.trains_shared_batches(),
+                "a network sharded over MPI ranks trains batch-shared (mode 'batch' or 'dense')");
   BatchStats stats = net.trains_shared_batches() ? shared_batch_gradients(net, x, y, rows, count)
                                                  : per_sample_gradients(net, x, y, rows, count);
+  std::int64_t samples = count;
+  if (comm) {  // the batch is every rank's: its size, loss and active outputs are summed
+    double totals[3] = {static_cast<double>(count), stats.loss, static_cast<double>(stats.active)};
+    comm->sum(totals, 3);
+    samples = static_cast<std::int64_t>(totals[0]);
+    stats.loss = totals[1];
+    stats.active = static_cast<std::int64_t>(totals[2]);
+    const ExchangeStats e = sum_replicated_gradients(net, *comm, net.config().sparse_exchange);
+    stats.exchanged_rows = e.rows;
+    stats.exchanged_union = e.union_rows;
+    stats.exchanged_by_allreduce = e.allreduce;
+  }
   if (apply) {
-    stats.nonfinite_rows = net.apply_updates(lr, count);
-    net.maintain_tables(count);
+    stats.nonfinite_rows = net.apply_updates(lr, samples);
+    if (comm) {  // every rank must see a divergence, or the others would wait for it forever
+      double nonfinite = static_cast<double>(stats.nonfinite_rows);
+      comm->sum(&nonfinite, 1);
+      stats.nonfinite_rows = static_cast<std::int64_t>(nonfinite);
+    }
+    net.maintain_tables(samples);
   }
   return stats;
 }

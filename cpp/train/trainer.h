@@ -15,6 +15,10 @@ struct BatchStats {
   std::int64_t active = 0;    // output neurons computed, summed over samples
   std::int64_t retrieved = 0; // LSH candidates of the output layer, summed over samples
   std::int64_t nonfinite_rows = 0;  // parameter rows holding NaN/inf after this batch's update
+  // Under MPI (distributed/replica_sync.h): embedding rows with gradient over all ranks, distinct
+  // ones, and whether they were summed by allreduce (else allgather).
+  std::int64_t exchanged_rows = 0, exchanged_union = 0;
+  bool exchanged_by_allreduce = false;
 };
 
 // `apply` = false accumulates gradients without an optimizer step (used by gradient tests).
