@@ -13,14 +13,14 @@ import sys
 from typing import Optional, Sequence
 
 from .._version import __version__
-from . import data, evaluate, export, info, predict, signals, train
+from . import data, evaluate, export, info, predict, reshard, signals, train
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="slide", description="Train LSH-sampled extreme classifiers on CPUs.")
     p.add_argument("--version", action="version", version=f"slide {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for command in (train, evaluate, predict, export, info, data):
+    for command in (train, evaluate, predict, export, info, data, reshard):
         command.add_parser(sub)
     return p
 

@@ -17,7 +17,7 @@ from ..shape_defaults import preset_for_shape
 from ..modes import MODES, mode_of
 from ..settings import NETWORK, RUN, SKIPGRAM, TABLES, TEXT8, check_table, defaults, parse_assignment
 from .. import runs
-from . import signals, train_words
+from . import signals, train_mpi, train_words
 from .sources import resolve
 
 _TYPES = {"int": int, "float": float, "str": str, "path": str}
@@ -181,7 +181,7 @@ def apply_shape_preset(cfg: dict, source) -> None:
     print(f"settings from the data's shape: {why} (flags and --config override any of them)", flush=True)
 
 
-def build_network(cfg: dict, source) -> Network:
+def build_network(cfg: dict, source, comm: Any = None) -> Network:
     net_cfg = check_table(cfg["network"], NETWORK, "[network] ")
     lsh = None if net_cfg.get("dense") else LSHConfig.from_dict(cfg["lsh"])
     if net_cfg.get("mode", mode_of(lsh)) != mode_of(lsh):
@@ -190,7 +190,7 @@ def build_network(cfg: dict, source) -> Network:
                          "change one of them")
     options = {k: v for k, v in net_cfg.items() if k not in ("dense", "hidden", "mode")}
     net = Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
-                  threads=cfg.get("threads"), seed=cfg["seed"], **options)
+                  threads=cfg.get("threads"), seed=cfg["seed"], comm=comm, **options)
     net.vocabulary = getattr(source, "vocabulary", None)  # a text8 model's words travel with it
     return net
 
@@ -216,6 +216,8 @@ def _default_run_dir(title: str) -> Path:
 
 
 def main(args: argparse.Namespace) -> int:
+    if train_mpi.mpi_ranks() > 1:  # started by mpirun -n N: one network over the job's ranks
+        return train_mpi.main(args)
     if args.resume:
         _refuse_changes_on_resume(args)
         run_dir = args.resume

@@ -1,0 +1,197 @@
+"""`mpirun -n N slide train ...`: one network trained over the N ranks of an MPI job.
+
+Each rank reads its own share of the training data (its byte range of an XC text file), holds its
+block of the output layer, and trains its share of every batch (slide.distributed). Rank 0 owns
+the run folder's config and metrics; every rank writes its shard of the checkpoint after each
+epoch, and `--resume` restarts from the last complete one. A rank that fails stops the whole job
+(MPI_Abort) instead of leaving the others waiting for it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import runs
+from ..datasets.synthetic import Split
+from ..datasets.xc_ranges import read_xc_share
+from ..early_stopping import held_out_rows
+from ..network import Network
+
+CHECKPOINT = "checkpoint"  # a sharded model folder (slide.distributed.checkpoint)
+MODEL = "model"
+
+# What Open MPI, MPICH/Hydra and PMIx launchers set in every rank's environment.
+_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
+
+
+def mpi_ranks() -> int:
+    """The ranks of the MPI job this process was started in by mpirun/srun (1: not in one)."""
+    for name in _SIZE_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 1
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        print(f"slide: error: started by mpirun with {mpi_ranks()} ranks, but mpi4py is not installed: "
+              "pip install \"slide[mpi]\"", file=sys.stderr)
+        return 2
+    from ..distributed.communicator import Communicator
+
+    comm = Communicator(MPI.COMM_WORLD)
+    try:
+        return _main(args, comm)
+    except (ValueError, FileNotFoundError, OSError) as e:
+        print(f"slide: error on rank {comm.rank}: {e}", file=sys.stderr, flush=True)
+        comm.abort(2)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from mpirun ending the job after another rank failed
+        print(f"slide: rank {comm.rank} stopped", file=sys.stderr, flush=True)
+        comm.abort(130)
+    except BaseException:  # anything else: say where, then stop every rank
+        print(f"slide: rank {comm.rank} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        comm.abort(1)
+    return 1
+
+
+def _say(comm, *text: Any) -> None:
+    if comm.rank == 0:
+        print(*text, flush=True)
+
+
+def _resolve_on_rank0(args: argparse.Namespace, comm) -> tuple[dict, Path]:
+    """The run's settings and folder, decided by rank 0 (which writes the folder) and shared."""
+    from .train import _default_run_dir, _given_flags, _refuse_changes_on_resume, resolve_config
+
+    answer: Any = None
+    if comm.rank == 0:
+        try:
+            if args.resume:
+                _refuse_changes_on_resume(args)
+                run_dir, cfg = args.resume, runs.read_config(args.resume)
+                if "epochs" in _given_flags(args):
+                    cfg["epochs"] = _given_flags(args)["epochs"]
+            else:
+                cfg = resolve_config(args)
+                run_dir = args.out or _default_run_dir(cfg.get("dataset") or Path(cfg["train_file"]).name)
+                runs.create_run_dir(run_dir, overwrite=args.overwrite)
+                cfg["ranks"] = comm.size
+                runs.write_config(run_dir, cfg)
+            answer = (cfg, run_dir)
+        except (ValueError, FileNotFoundError, OSError) as e:
+            answer = str(e)
+    answer = comm.broadcast(answer)
+    if isinstance(answer, str):
+        raise ValueError(answer) if comm.rank == 0 else SystemExit(2)
+    return answer
+
+
+def _block(split: Split, comm) -> Split:
+    n = len(split)
+    rows = slice(n * comm.rank // comm.size, n * (comm.rank + 1) // comm.size)
+    return Split(split.X[rows], split.Y[rows])
+
+
+def _load_data(cfg: dict, comm) -> tuple[Split, Split, Optional[Split], Any]:
+    """This rank's training, test and validation rows, and the source (dimensions, vocabulary)."""
+    from .sources import load_file, resolve, shuffled
+
+    seed = cfg.get("seed", 0)
+    if cfg.get("train_file") and not str(cfg["train_file"]).lower().endswith((".arff", ".arff.gz")):
+        t0 = time.perf_counter()
+        train = read_xc_share(Path(cfg["train_file"]), comm.rank, comm.size)
+        test = _block(shuffled(load_file(Path(cfg["test_file"])), seed), comm)
+        if cfg.get("test_samples"):
+            test = _block(Split(test.X[:cfg["test_samples"]], test.Y[:cfg["test_samples"]]), comm)
+        validation = None  # held out once the shape preset has said how much (_main)
+        n = comm.total(len(train))
+        _say(comm, f"data: {Path(cfg['train_file']).name}, {int(n):,} train points read by byte ranges over "
+                   f"{comm.size} ranks ({len(train):,} on rank 0), {train.X.shape[1]:,} features, "
+                   f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)")
+        source = argparse.Namespace(input_dim=train.X.shape[1], output_dim=train.Y.shape[1], vocabulary=None,
+                                    title=Path(cfg["train_file"]).name)
+        return train, test, validation, source
+    quiet = contextlib.redirect_stdout(io.StringIO()) if comm.rank else contextlib.nullcontext()
+    with quiet:  # every rank draws (or reads) the named set; rank 0 says so
+        source = resolve(cfg)
+    if source.memory is None:
+        raise ValueError(f"{source.title} is streamed or a word corpus; under MPI slide trains on XC data in memory")
+    return (_block(source.memory, comm), _block(source.test, comm),
+            _block(source.validation, comm) if source.validation else None, source)
+
+
+def _main(args: argparse.Namespace, comm) -> int:
+    from .train import apply_shape_preset, build_network
+
+    cfg, run_dir = _resolve_on_rank0(args, comm)
+    if args.resume and cfg.get("ranks", comm.size) != comm.size:
+        _say(comm, f"{run_dir} ran on {cfg['ranks']} ranks and this job has {comm.size}: its checkpoint is re-read "
+                   "only by as many; re-shard it with `slide reshard` or resume with the same -n")
+    train, test, validation, source = _load_data(cfg, comm)
+    if cfg.get("train_file") and not args.resume:  # as one process does: the data's shape decides the rest
+        quiet = contextlib.redirect_stdout(io.StringIO()) if comm.rank else contextlib.nullcontext()
+        with quiet:
+            apply_shape_preset(cfg, source)
+        if comm.rank == 0:
+            runs.write_config(Path(run_dir), cfg)
+    if cfg.get("train_file") and cfg.get("validation_split") and len(train) >= 2:
+        kept, held = held_out_rows(len(train), cfg["validation_split"], cfg.get("seed", 0) + comm.rank)
+        train, validation = Split(train.X[kept], train.Y[kept]), Split(train.X[held], train.Y[held])
+    threads = _given_threads(args, cfg)
+    done = 0
+    checkpoint = Path(run_dir) / CHECKPOINT
+    if args.resume and (checkpoint / "manifest.json").is_file():
+        net = Network.load(checkpoint, comm=comm, threads=threads)
+        from ..distributed.checkpoint import read_manifest
+
+        done = int(read_manifest(checkpoint)["extra"].get("epoch", 0))
+        _say(comm, f"resuming {run_dir} at epoch {done + 1} (step {net._core.step:,}) on {comm.size} ranks")
+    else:
+        if threads is not None:
+            cfg["threads"] = threads
+        net = build_network(cfg, source, comm=comm)
+    _say(comm, f"{net}; {net.memory_bytes / 2**30:.2f} GiB on rank 0; run folder {run_dir}")
+    epochs = int(cfg["epochs"])
+
+    def after_epoch(network: Network, metrics: dict) -> None:
+        epoch = done + metrics["epoch"]
+        t0 = time.perf_counter()
+        network.save(checkpoint, extra={"epoch": epoch})
+        if comm.rank == 0:
+            runs.append_metrics(Path(run_dir), {"kind": "epoch", **metrics, "epoch": epoch, "ranks": comm.size,
+                                                "checkpoint_seconds": time.perf_counter() - t0})
+            print(f"epoch {epoch}/{epochs}: loss {metrics['loss']:.4f}, {metrics['samples_per_second']:,.0f} "
+                  "samples/s" + "".join(f", val {k[4:]} {v:.4f}" for k, v in metrics.items()
+                                         if k.startswith("val_P@")), flush=True)
+
+    if done < epochs:
+        net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"],
+                validation_data=(validation.X, validation.Y) if validation else None,
+                early_stopping=cfg.get("early_stopping") if validation else None,
+                monitor=cfg.get("monitor", "P@1") if validation else "P@1",
+                progress=not args.quiet, callback=after_epoch)
+    t0 = time.perf_counter()
+    report = net.evaluate(test.X, test.Y)
+    points = int(comm.total(len(test)))
+    net.save(Path(run_dir) / MODEL, include_optimizer=cfg.get("final_model_optimizer", False))
+    if comm.rank == 0:
+        runs.append_metrics(Path(run_dir), {"kind": "final", **report, "test_points": points, "ranks": comm.size,
+                                            "seconds": time.perf_counter() - t0})
+    _say(comm, f"test (exact, {points:,} points): " + ", ".join(f"{k} {v:.4f}" for k, v in report.items()
+                                                                 if k.startswith("P@")))
+    _say(comm, f"saved {Path(run_dir) / MODEL} ({comm.size} shards; `slide reshard` makes one file of it)")
+    return 0
+
+
+def _given_threads(args: argparse.Namespace, cfg: dict) -> Optional[int]:
+    return args.threads if getattr(args, "threads", None) is not None else cfg.get("threads")
