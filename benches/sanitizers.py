@@ -99,6 +99,10 @@ def main() -> int:
     (RESULTS / "sanitizers.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"sanitized build: {result['summary']} in {result['seconds']} s; "
           f"{len(result['sanitizer_reports'])} sanitizer reports", flush=True)
+    if result["pytest_exit_code"] != 0:  # CI keeps only this process's output: say which tests failed
+        print("\n".join(result["failures_tail"]), flush=True)
+    for report in result["sanitizer_reports"]:
+        print(f"--- {report['file']}\n{report['head']}", flush=True)
     return 0 if result["pytest_exit_code"] == 0 and not result["sanitizer_reports"] else 1
 
 
