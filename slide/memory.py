@@ -66,13 +66,15 @@ def available_bytes() -> tuple[Optional[int], str]:
     return best, source
 
 
-def check_fits(estimate: dict, what: str) -> None:
-    """Log the estimate; raise MemoryError if it exceeds what is available. SLIDE_MEMORY_CHECK=0
-    turns the refusal into a warning (for machines that rely on swap or overcommit)."""
+def check_fits(estimate: dict, what: str, *, announce: bool = True) -> None:
+    """Log the estimate (unless not `announce`: an MPI rank other than 0, so a job logs it once);
+    raise MemoryError if it exceeds what is available. SLIDE_MEMORY_CHECK=0 turns the refusal into
+    a warning (for machines that rely on swap or overcommit)."""
     gib = 2**30
     total = estimate["total"]
-    log.info("%s needs about %.2f GiB (parameters %.2f, LSH tables %.2f, scratch %.2f)", what, total / gib,
-             estimate["parameters"] / gib, estimate["lsh"] / gib, estimate["scratch"] / gib)
+    if announce:
+        log.info("%s needs about %.2f GiB (parameters %.2f, LSH tables %.2f, scratch %.2f)", what, total / gib,
+                 estimate["parameters"] / gib, estimate["lsh"] / gib, estimate["scratch"] / gib)
     room, source = available_bytes()
     if room is None or total <= room:
         return

@@ -274,8 +274,11 @@ class Network(word_vectors.WordVectorLookup):
         self._busy, self._busy_with = threading.RLock(), None
         config = self._core_config()
         self.memory_estimate: dict[str, int] = dict(_core.estimate_memory(config, _ESTIMATE_BATCH))
-        memory.check_fits(self.memory_estimate, f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> "
-                                                f"{self.output_dim:,} network with {self.threads} threads")
+        what = f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim:,} network with " \
+               f"{self.threads} threads"
+        if self.comm is not None:  # each rank checks its own share; rank 0 speaks for the job
+            what += f" per rank (rank {self.comm.rank} of {self.comm.size})"
+        memory.check_fits(self.memory_estimate, what, announce=self.comm is None or self.comm.rank == 0)
         self._core = _core.Network(config)
         if self.comm is not None:
             _core.set_collective(self._core, self.comm)

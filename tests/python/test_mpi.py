@@ -218,6 +218,7 @@ def test_a_killed_rank_ends_the_job_and_resume_continues_from_the_last_checkpoin
                          env=clean_env(), cwd=tmp_path)
     assert got.returncode == 0, got.stderr[-3000:]
     assert f"resuming {run} at epoch {saved + 1}" in got.stdout
+    assert (got.stdout + got.stderr).count("needs about") == 1, "the memory estimate is logged by rank 0 alone"
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in records if r["kind"] == "epoch"][-2:] == [saved + 1, saved + 2]
     final = [r for r in records if r["kind"] == "final"]
