@@ -205,7 +205,9 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
         # A different thread count keeps the saved generators it can and seeds the rest afresh.
         counters["rng"] = [saved[t] if t < len(saved) else fresh[t] for t in range(net.threads)]
         net._core.set_counters(counters)
-    except (TypeError, KeyError, ValueError, RuntimeError) as e:
+    except ValueError as e:  # the engine refused the restored LSH tables or counters, naming the array
+        raise ModelFileError(f"{path}: {e}; the file is corrupted or was not written by slide") from None
+    except (TypeError, KeyError, RuntimeError) as e:
         raise ModelFileError(f"{path}: the header's training counters are malformed: {e}") from None
     if header.get("rebuild_tables") is True:  # saved with parameters its tables were not built from
         net._core.rebuild_tables()  # after the counters: as restoring them in place would, a new generation

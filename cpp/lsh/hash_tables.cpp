@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/check.h"
 #include "common/parallel.h"
 #include "common/rng.h"
 
@@ -21,6 +22,26 @@ std::size_t HashTables::stored() const {
   std::size_t total = 0;
   for (int t = 0; t < tables_; ++t) total += offsets_[static_cast<std::size_t>(t) * (num_buckets_ + 1) + num_buckets_];
   return total;
+}
+
+void HashTables::check_restored() const {
+  for (int t = 0; t < tables_; ++t) {
+    const std::uint32_t* off = offsets_.data() + static_cast<std::size_t>(t) * (num_buckets_ + 1);
+    const std::uint32_t* ids = ids_.data() + static_cast<std::size_t>(t) * num_items_;
+    SLIDE_REQUIRE(off[0] == 0, "lsh.offsets: table " << t << " starts at " << off[0] << ", expected 0");
+    for (std::uint32_t b = 0; b < num_buckets_; ++b) {
+      SLIDE_REQUIRE(off[b + 1] >= off[b] && off[b + 1] - off[b] <= bucket_size_,
+                    "lsh.offsets: table " << t << " bucket " << b << " spans " << off[b] << ".." << off[b + 1]
+                                          << "; offsets must not decrease and a bucket holds at most " << bucket_size_
+                                          << " ids");
+    }
+    SLIDE_REQUIRE(off[num_buckets_] <= num_items_, "lsh.offsets: table " << t << " stores " << off[num_buckets_]
+                                                                          << " ids, the layer has " << num_items_
+                                                                          << " neurons");
+    for (std::uint32_t i = 0; i < off[num_buckets_]; ++i)
+      SLIDE_REQUIRE(ids[i] < num_items_, "lsh.ids: table " << t << " holds neuron id " << ids[i] << ", the layer has "
+                                                           << num_items_ << " neurons");
+  }
 }
 
 void HashTables::build(const std::uint32_t* buckets, const std::uint32_t* order, std::uint64_t seed, int threads) {

@@ -29,6 +29,10 @@ class HashTables {
   std::size_t stored() const;
   std::size_t memory_bytes() const { return (offsets_.size() + ids_.size()) * sizeof(std::uint32_t); }
 
+  // Throws std::invalid_argument unless offsets and ids describe tables that build() could have
+  // made: restored storage comes from a file, and every later lookup trusts it without a check.
+  void check_restored() const;
+
   // Raw storage, for checkpoints.
   AlignedArray<std::uint32_t>& offsets() { return offsets_; }
   AlignedArray<std::uint32_t>& ids() { return ids_; }

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <utility>
 
+#include "common/check.h"
 #include "common/parallel.h"
 #include "common/rng.h"
 
@@ -14,6 +15,11 @@ namespace slide {
 namespace {
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// An interval after growing by `g`, capped so that a long decaying schedule can never overflow.
+std::int64_t grown(std::int64_t interval, double g) {
+  return static_cast<std::int64_t>(std::min(static_cast<double>(interval) * g, static_cast<double>(kMaxScheduleCount)));
 }
 }  // namespace
 
@@ -113,7 +119,38 @@ void NeuronIndex::rehash(const float* weights, std::size_t stride) {
   counters_.maintenance_seconds += now_seconds() - t0;
 }
 
-void NeuronIndex::restore() { new_family(); }
+void NeuronIndex::restore() {
+  check_restored();
+  new_family();
+}
+
+void NeuronIndex::check_restored() const {
+  const std::uint32_t buckets = tables_.num_buckets();
+  const std::size_t codes = static_cast<std::size_t>(neurons_) * config_.l;
+  for (std::size_t i = 0; i < codes; ++i)
+    SLIDE_REQUIRE(codes_[i] < buckets, "lsh.codes: table " << i / neurons_ << " puts neuron " << i % neurons_
+                                                           << " in bucket " << codes_[i] << ", a table has " << buckets
+                                                           << " buckets");
+  std::vector<bool> seen(neurons_, false);
+  for (std::uint32_t i = 0; i < neurons_; ++i) {
+    SLIDE_REQUIRE(order_[i] < neurons_ && !seen[order_[i]],
+                  "lsh.order: entry " << i << " is " << order_[i] << "; expected a permutation of the layer's "
+                                      << neurons_ << " neurons");
+    seen[order_[i]] = true;
+  }
+  tables_.check_restored();
+  const IndexCounters& c = counters_;
+  // Bounded well below 2^63 so the schedule's sums and products can never overflow.
+  const std::int64_t limit = kMaxScheduleCount;
+  SLIDE_REQUIRE(c.generation >= 0 && c.generation <= limit, "generation " << c.generation << " is out of range");
+  SLIDE_REQUIRE(c.rehash_interval >= 1 && c.rehash_interval <= limit && c.rebuild_interval >= 1 &&
+                    c.rebuild_interval <= limit,
+                "rehash/rebuild intervals " << c.rehash_interval << "/" << c.rebuild_interval << " must be in 1.."
+                                            << limit);
+  SLIDE_REQUIRE(c.since_rehash >= 0 && c.since_rehash <= limit && c.since_rebuild >= 0 && c.since_rebuild <= limit,
+                "samples since the last rehash/rebuild " << c.since_rehash << "/" << c.since_rebuild
+                                                         << " must be in 0.." << limit);
+}
 
 void NeuronIndex::after_batch(std::int64_t samples, const float* weights, std::size_t stride) {
   counters_.since_rebuild += samples;
@@ -121,11 +158,11 @@ void NeuronIndex::after_batch(std::int64_t samples, const float* weights, std::s
   const double g = config_.schedule_growth;
   if (counters_.since_rebuild >= counters_.rebuild_interval) {
     rebuild(weights, stride);
-    counters_.rebuild_interval = static_cast<std::int64_t>(counters_.rebuild_interval * g);
-    counters_.rehash_interval = static_cast<std::int64_t>(counters_.rehash_interval * g);
+    counters_.rebuild_interval = grown(counters_.rebuild_interval, g);
+    counters_.rehash_interval = grown(counters_.rehash_interval, g);
   } else if (counters_.since_rehash >= counters_.rehash_interval) {
     rehash(weights, stride);
-    counters_.rehash_interval = static_cast<std::int64_t>(counters_.rehash_interval * g);
+    counters_.rehash_interval = grown(counters_.rehash_interval, g);
   }
 }
 

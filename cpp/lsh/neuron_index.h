@@ -14,6 +14,10 @@
 
 namespace slide {
 
+// The largest sample count or interval a schedule holds (about 4.6e18): far beyond any run, and
+// small enough that adding a batch to it can never overflow.
+constexpr std::int64_t kMaxScheduleCount = std::int64_t{1} << 62;
+
 struct IndexCounters {
   std::int64_t generation = 0;      // number of rebuilds (selects the hash functions)
   std::int64_t rehash_interval = 0;
@@ -36,7 +40,8 @@ class NeuronIndex {
   void rehash(const float* weights, std::size_t stride);
   // Called after each batch: runs rehash/rebuild when their interval has passed.
   void after_batch(std::int64_t samples, const float* weights, std::size_t stride);
-  // After a checkpoint restored codes, order and tables: regenerate the hash functions.
+  // After a checkpoint restored codes, order, tables and counters: check them (std::invalid_argument
+  // naming the array; a file is untrusted) and regenerate the hash functions.
   void restore();
 
   void mark_updated(std::uint32_t neuron) {
@@ -58,6 +63,7 @@ class NeuronIndex {
   bool due(std::uint32_t neuron) const { return updates_[neuron] >= config_.rehash_min_updates; }
   void hash_neurons(const float* weights, std::size_t stride, bool only_due);
   void new_family();
+  void check_restored() const;
 
   LshConfig config_;
   std::uint32_t neurons_;

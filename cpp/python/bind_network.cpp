@@ -88,6 +88,11 @@ py::dict counters(Network& net) {
 void set_counters(Network& net, const py::dict& d) {
   net.step = d["step"].cast<std::int64_t>();
   net.samples_seen = d["samples_seen"].cast<std::int64_t>();
+  // A checkpoint is untrusted: past this bound `++step` and the sample sums could overflow.
+  SLIDE_REQUIRE(net.step >= 0 && net.step <= kMaxScheduleCount && net.samples_seen >= 0 &&
+                    net.samples_seen <= kMaxScheduleCount,
+                "counters: step " << net.step << " and samples_seen " << net.samples_seen << " must be in 0.."
+                                  << kMaxScheduleCount);
   auto rng = d["rng"].cast<std::vector<std::uint64_t>>();
   SLIDE_REQUIRE(static_cast<int>(rng.size()) == net.threads(),
                 "checkpoint has " << rng.size() << " thread RNG states, the network has " << net.threads() << " threads");
@@ -106,7 +111,11 @@ void set_counters(Network& net, const py::dict& d) {
     c.rehashed_neurons = l["rehashed_neurons"].cast<std::int64_t>();
     c.maintenance_seconds = l["maintenance_seconds"].cast<double>();
     c.hashing_seconds = l["hashing_seconds"].cast<double>();
-    idx->restore();
+    try {
+      idx->restore();
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("layers." + std::to_string(i) + "." + e.what());
+    }
   }
 }
 
