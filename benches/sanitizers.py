@@ -50,15 +50,14 @@ def build() -> Path:
     return package
 
 
-def run_tests(package: Path, tests: list[str], logs: Path) -> dict:
+def sanitizer_env(package: Path, logs: Path) -> dict:
+    """The environment that runs Python against the sanitized package, reports going to `logs`."""
     lib = lambda name: subprocess.run(["g++", f"-print-file-name={name}"], capture_output=True,  # noqa: E731
                                       text=True).stdout.strip()
     # libstdc++ preloaded too, so ASan's __cxa_throw interceptor finds the real one (else the
     # first C++ exception, i.e. the first ValueError a test expects, trips an ASan CHECK).
     preload = f"{lib('libasan.so')} {lib('libstdc++.so')}"
-    shutil.rmtree(logs, ignore_errors=True)
-    logs.mkdir(parents=True)
-    env = {
+    return {
         **os.environ,
         "PYTHONPATH": str(package),
         "LD_PRELOAD": preload,
@@ -67,6 +66,12 @@ def run_tests(package: Path, tests: list[str], logs: Path) -> dict:
         "SLIDE_FUZZ_EXAMPLES": "300",  # hypothesis runs ~3x slower under ASan
         "SLIDE_SANITIZED": "1",  # tests that measure resident memory skip: ASan's allocator decides it
     }
+
+
+def run_tests(package: Path, tests: list[str], logs: Path) -> dict:
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    env = sanitizer_env(package, logs)
     t0 = time.time()
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not slow",
                           *(str(ROOT / t) for t in tests)], cwd=Path.home(), env=env, capture_output=True, text=True)

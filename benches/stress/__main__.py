@@ -12,68 +12,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import selectors
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+from ..case_runner import run_cases
 from ..environment import describe
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
-def _worker(seed: int, start: int, count: int, tmp: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "benches.stress.worker", str(seed), str(start), str(count),
-                             str(tmp)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[2], env={**os.environ, "OMP_WAIT_POLICY": "passive"})
-
-
 def run(cases: int, seed: int, timeout: float, tmp: Path) -> tuple[list[dict], list[dict]]:
     """All case records, and the findings (crashes, hangs, tracebacks)."""
-    records, findings, index = [], [], 0
-    while index < cases:
-        proc = _worker(seed, index, cases - index, tmp)
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        current, last = None, time.monotonic()
-        while True:
-            if not sel.select(timeout=5):
-                if time.monotonic() - last > timeout:
-                    proc.kill()
-                    proc.wait()
-                    findings.append({"case": current, "outcome": "hang", "seconds": timeout})
-                    records.append(findings[-1])
-                    index = (current if current is not None else index) + 1
-                    break
-                continue
-            line = proc.stdout.readline()
-            if not line:  # the worker ended: finished, or died inside case `current`
-                code = proc.wait()
-                if code != 0:
-                    died = -code if code < 0 else code
-                    findings.append({"case": current, "outcome": "crash", "signal_or_code": died,
-                                     "stderr": proc.stderr.read()[-2000:]})
-                    records.append(findings[-1])
-                    index = (current if current is not None else index) + 1
-                else:
-                    index = cases
-                break
-            last = time.monotonic()
-            msg = json.loads(line)
-            if "start" in msg:
-                current = msg["start"]
-                continue
-            records.append(msg)
-            if msg["outcome"] == "traceback":
-                findings.append(msg)
-            index = msg["case"] + 1
-            if len(records) % 500 == 0:
-                print(f"{len(records):,} cases, {len(findings)} findings", flush=True)
-    return records, findings
+    records: list[dict] = []
+
+    def progress(record: dict) -> None:
+        records.append(record)
+        if len(records) % 500 == 0:
+            print(f"{len(records):,} cases", flush=True)
+
+    command = lambda start, count: [sys.executable, "-m", "benches.stress.worker", str(seed), str(start),  # noqa: E731
+                                    str(count), str(tmp)]
+    return run_cases(command, cases, timeout, env={**os.environ, "OMP_WAIT_POLICY": "passive"},
+                     cwd=Path(__file__).resolve().parents[2], stderr_log=tmp / "worker.stderr", on_record=progress)
 
 
 def main() -> int:
