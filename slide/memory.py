@@ -66,10 +66,20 @@ def available_bytes() -> tuple[Optional[int], str]:
     return best, source
 
 
-def check_fits(estimate: dict, what: str, *, announce: bool = True) -> None:
+def skipgram_estimate(vocab: int, dim: int, threads: int) -> dict:
+    """Bytes a skip-gram model takes (slide.SkipGram), in check_fits's terms: its two float32
+    vector tables; per word, the engine's counts, alias table and construction scratch (about 50
+    bytes) and the Python vocabulary (a str and a dict entry, about 200); per thread, a few vectors."""
+    parameters = 2 * vocab * dim * 4
+    scratch = vocab * 256 + threads * dim * 16
+    return {"parameters": parameters, "lsh": 0, "scratch": scratch, "total": parameters + scratch}
+
+
+def check_fits(estimate: dict, what: str, *, announce: bool = True, advice: Optional[str] = None) -> None:
     """Log the estimate (unless not `announce`: an MPI rank other than 0, so a job logs it once);
     raise MemoryError if it exceeds what is available. SLIDE_MEMORY_CHECK=0 turns the refusal into
-    a warning (for machines that rely on swap or overcommit)."""
+    a warning (for machines that rely on swap or overcommit). `advice` replaces the network's
+    remedies in the message."""
     gib = 2**30
     total = estimate["total"]
     if announce:
@@ -80,9 +90,9 @@ def check_fits(estimate: dict, what: str, *, announce: bool = True) -> None:
         return
     message = (f"{what} needs about {total / gib:.2f} GiB (parameters {estimate['parameters'] / gib:.2f}, "
                f"LSH tables {estimate['lsh'] / gib:.2f}, scratch {estimate['scratch'] / gib:.2f}) but only "
-               f"{room / gib:.2f} GiB is available ({source}). Use fewer output neurons, a narrower hidden "
-               f"layer, fewer LSH tables (lsh.l), fewer threads or optimizer='sgd'; "
-               f"SLIDE_MEMORY_CHECK=0 allocates anyway.")
+               f"{room / gib:.2f} GiB is available ({source}). " + (advice or "Use fewer output neurons, a "
+               "narrower hidden layer, fewer LSH tables (lsh.l), fewer threads or optimizer='sgd'") +
+               "; SLIDE_MEMORY_CHECK=0 allocates anyway.")
     if os.environ.get("SLIDE_MEMORY_CHECK", "1") == "0":
         warnings.warn(message, stacklevel=3)
         return

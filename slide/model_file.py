@@ -17,7 +17,9 @@ import numpy as np
 
 from ._version import __version__
 from .atomic_files import atomic_write
+from .file_schemas import check_model_header
 from .neighbours import NeighbourMemory
+from .npz_members import check_data_size, check_stored, npy_meta, read_members
 from .optimizers import is_optimizer_state
 from .paths import regular_file
 from .word_vectors import VOCABULARY_ARRAY, vocabulary_from_array, vocabulary_to_array
@@ -93,9 +95,8 @@ def write_model(path: PathLike, header: dict, arrays: dict[str, np.ndarray]) -> 
 def read_arrays(path: PathLike) -> dict[str, np.ndarray]:
     """Every array of a model file (the header left out), each checked against its checksum."""
     header = read_header(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files if k != _HEADER}
+    try:  # not np.load: it sizes each array from the member's .npy header before reading a byte
+        arrays = {k: v for k, v in read_members(path, ModelFileError).items() if k != _HEADER}
     except _DAMAGED_ZIP as e:
         raise ModelFileError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
     for name, a in arrays.items():
@@ -113,6 +114,7 @@ def read_header(path: PathLike) -> dict:
     path = regular_file(path, "model file")
     try:
         with zipfile.ZipFile(path) as zf:
+            check_stored(zf, path, ModelFileError)
             if _HEADER + ".npy" not in zf.namelist():
                 if "header.npy" in zf.namelist() and "word_vectors.npy" in zf.namelist():
                     raise ModelFileError(f"{path} holds skip-gram word vectors, not a network: `slide export` "
@@ -141,7 +143,7 @@ def read_header(path: PathLike) -> dict:
             raise ModelFileError(f"{path}: the header's {key!r} is missing or not a {kind.__name__}; the file is corrupted")
     if not isinstance(header.get("checksums"), dict):
         raise ModelFileError(f"{path}: the header lacks its array checksums; the file is corrupted")
-    return header
+    return check_model_header(header, str(path), ModelFileError)  # every field load_network reads
 
 
 def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=None,
@@ -152,20 +154,23 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
     overrides = {"threads": threads} if threads is not None else {}
     if comm is not None:
         overrides["comm"] = comm
+    _check_weights_fit_file(path, header["config"], sharded=comm is not None)
     try:
         net = cls.from_config(header["config"], **overrides)
-    except (TypeError, KeyError, AttributeError) as e:
+    except (TypeError, KeyError, AttributeError, ValueError) as e:  # a value Network refuses, named by it
         raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()
     checksums = header["checksums"]
     whole: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
+            check_stored(zf, path, ModelFileError)  # so no member inflates beyond the file's size
             names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != _HEADER + ".npy"]
             for name in names:
                 if name in _WHOLE_ARRAYS:
                     with zf.open(name + ".npy") as f:
-                        whole[name] = _read_whole(f, _WHOLE_ARRAYS[name], f"{path}: array {name!r}")
+                        whole[name] = _read_whole(f, zf.getinfo(name + ".npy"), _WHOLE_ARRAYS[name],
+                                                  f"{path}: array {name!r}")
                     if checksums.get(name) != _crc32(whole[name]):
                         raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
                     continue
@@ -214,26 +219,35 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
     return net
 
 
+def _check_weights_fit_file(path: Path, config: dict, *, sharded: bool) -> None:
+    """ModelFileError when the file is too small to hold the float32 weights its config implies:
+    building the network would allocate them (and their optimizer state) from the header's numbers
+    alone. A shard's output rows are a share of output_dim, so a sharded file's are left out."""
+    try:
+        dims = [int(config["input_dim"]), *(int(h) for h in config["hidden"])]
+        output = 0 if sharded else int(config["output_dim"])
+    except (TypeError, KeyError, ValueError):
+        return  # a malformed config: building the network names what is wrong, before allocating
+    need = 4 * (sum(a * b + b for a, b in zip(dims, dims[1:])) + dims[-1] * output + output)
+    size = path.stat().st_size
+    if need > size:
+        raise ModelFileError(f"{path}: the header's configuration (input_dim {dims[0]:,}, hidden {dims[1:]}, output_dim "
+                             f"{config['output_dim']}) needs {need:,} bytes of weights, but the file has {size:,}; "
+                             "refusing to allocate for it (the header is damaged or forged)")
+
+
 def _npy_meta(f, what: str) -> tuple[tuple, bool, np.dtype]:
     """Shape, Fortran order and dtype of a .npy member, read without touching its data."""
-    try:
-        major, _ = np.lib.format.read_magic(f)
-        if major not in (1, 2):
-            raise ModelFileError(f"unsupported .npy format version {major}")
-        parse = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = parse(f)
-    except Exception as e:  # numpy parses the header dict with ast: a damaged one raises all sorts
-        raise ModelFileError(f"{what} has a malformed header: {type(e).__name__}: {e}") from None
-    if dtype.hasobject:
-        raise ModelFileError(f"{what} holds Python objects; slide model files never do (refusing to unpickle)")
-    return shape, fortran, dtype
+    return npy_meta(f, what, ModelFileError)
 
 
-def _read_whole(f, dtype: np.dtype, what: str) -> np.ndarray:
-    """A 1-D member of `dtype` read whole (the neighbour memory, whose size the config does not fix)."""
+def _read_whole(f, info: zipfile.ZipInfo, dtype: np.dtype, what: str) -> np.ndarray:
+    """A 1-D member of `dtype` read whole (the neighbour memory, whose size the config does not
+    fix), once its shape is checked against the bytes the member stores."""
     shape, fortran, got = _npy_meta(f, what)
     if got != dtype or len(shape) != 1:
         raise ModelFileError(f"{what} has shape {shape} {got}, expected a 1-D {np.dtype(dtype)} array")
+    check_data_size(f, info, shape, got, what, ModelFileError)
     data = f.read(shape[0] * got.itemsize)
     if len(data) != shape[0] * got.itemsize:
         raise ModelFileError(f"{what} is cut short; the file is truncated")

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _core, memory
+from .batch_memory import ESTIMATE_BATCH, check_batch_fits
 from ._inputs import MAX_DIM, LabelsLike, as_features, as_labels
 from .callbacks import CallbackList
 from .config import LSHConfig
@@ -34,7 +35,7 @@ log = logging.getLogger("slide")
 
 _MODE_LSH = LSHConfig()  # a marker: lsh not given, so it comes from the mode
 _D = defaults(NETWORK)    # the constructor's defaults, declared in slide.settings
-_ESTIMATE_BATCH = 1024  # the batch size the workspace estimate allows for (fit's default is 128)
+_ESTIMATE_BATCH = ESTIMATE_BATCH  # the batch size the workspace estimate allows for (larger: batch_memory)
 _MAX_SEED = 2**64 - 1  # the engine's seed is a uint64
 _DEFAULT_KS = (1, 3, 5)
 
@@ -434,6 +435,7 @@ class Network(word_vectors.WordVectorLookup):
         """
         arrays = (data.X.indptr, data.X.indices, data.X.data, data.Y.indptr, data.Y.indices)
         rows = np.ascontiguousarray(rows, dtype=np.int64)
+        check_batch_fits(self, batch_size, len(rows))  # before the first step: the engine sizes its workspace by it
         totals = {"loss": 0.0, "samples": 0, "active": 0}
         t0, done = time.perf_counter(), 0
         try:

@@ -26,7 +26,7 @@ def load_matplotlib() -> bool:
 
 def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
     """Write a PNG from metrics.jsonl records; returns False (and logs why) when it cannot."""
-    points = [r for r in records if "P@1" in r]
+    points = [r for r in records if "P@1" in r and "wall_seconds" in r]  # MPI runs' records have no time
     if not points:
         return False
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,12 @@ import numpy as np
 from .datasets.stream import Stream as DataStream
 from .datasets.synthetic import Split
 from .atomic_files import atomic_write, remove_stale_temporaries
-from .model_file import read_header
+from .file_schemas import METRICS_RECORD, POSITION, check, check_run_config
+from .json_files import is_regular_or_absent, read_json, read_json_lines
+from .model_file import ModelFileError, read_header
+from .schema import Record
+from .no_follow import append_text, truncate_file
+from .run_lock import LOCK, RunLock, lock_run
 from .network import Network, TrainingData, TrainingDiverged, TrainingInterrupted
 from .plots import load_matplotlib, plot_progress
 from .progress import progress_bar
@@ -35,6 +39,8 @@ MODEL = "model.npz"
 METRICS = "metrics.jsonl"
 CONFIG = "config.json"
 PLOT = "progress.png"
+# What a checkpoint's header holds besides a model's (a model.npz copied over one lacks it).
+_CHECKPOINT_EXTRA = Record(required={"position": POSITION}, extra=True, what="a JSON object")
 
 
 @dataclass
@@ -143,63 +149,89 @@ def _rewind_metrics(run_dir: Path, pos: Position) -> None:
     metrics = run_dir / METRICS
     if pos.metrics_bytes is None:  # a checkpoint from before positions recorded it: keep everything
         return
-    if metrics.exists() and metrics.stat().st_size > pos.metrics_bytes:
-        with open(metrics, "r+b") as f:
-            f.truncate(pos.metrics_bytes)
-            f.flush()
-            os.fsync(f.fileno())
+    if metrics.is_symlink() or (metrics.exists() and metrics.stat().st_size > pos.metrics_bytes):
+        truncate_file(metrics, pos.metrics_bytes, "run folder")  # refuses a link, whatever its size
 
 
 RUN_FILES = (CONFIG, METRICS, CHECKPOINT, MODEL, PLOT, BEST)
 
 
-def create_run_dir(run_dir: Path, *, overwrite: bool = False) -> None:
-    """Make a fresh run folder. An existing run is never reused silently: it is refused (resume it
-    with --resume) unless `overwrite`, which deletes its run files and nothing else; a non-empty
-    folder that is not a run is refused either way."""
+def lock_run_dir(run_dir: Path) -> RunLock:
+    """The lock of an existing run folder, for a process about to write into it (run_lock); its
+    run files must not be symbolic links."""
+    return lock_run(run_dir, refuse=RUN_FILES)
+
+
+def _run_files_in(run_dir: Path) -> list[str]:
+    """The run's files in `run_dir` (the lock file is not one: it outlives every run); ValueError
+    when the folder holds anything else."""
+    present = sorted(p.name for p in run_dir.iterdir() if p.name != LOCK)
+    ours = [name for name in present if name in RUN_FILES or name.startswith(tuple(f".{f}." for f in RUN_FILES))]
+    if present and len(ours) < len(present):
+        raise ValueError(f"--out {run_dir} is a folder that holds other files ({', '.join(present[:3])}...); "
+                         "a run folder must be new or empty")
+    return ours
+
+
+def create_run_dir(run_dir: Path, *, overwrite: bool = False) -> RunLock:
+    """Make a fresh run folder and return its lock, held (run_lock): keep it while the run writes.
+    An existing run is never reused silently: it is refused (resume it with --resume) unless
+    `overwrite`, which deletes its run files and nothing else, and only once the lock is held (a
+    run in use is refused); a non-empty folder that is not a run is refused either way."""
     if run_dir.exists() and not run_dir.is_dir():
         raise ValueError(f"--out {run_dir} is a file, not a folder")
     if run_dir.is_dir():
-        present = sorted(p.name for p in run_dir.iterdir())
-        ours = [name for name in present if name in RUN_FILES or name.startswith(tuple(f".{f}." for f in RUN_FILES))]
-        if present and len(ours) < len(present):
-            raise ValueError(f"--out {run_dir} is a folder that holds other files ({', '.join(present[:3])}...); "
-                             "a run folder must be new or empty")
+        _run_files_in(run_dir)  # before the lock file is made: a user's folder is left as it was
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = lock_run(run_dir)
+    try:
+        ours = _run_files_in(run_dir)
         if ours and not overwrite:
             raise ValueError(f"{run_dir} already holds a run; continue it with `slide train --resume {run_dir}`, "
                              "or pass --overwrite to start it afresh (deletes its checkpoint, model and metrics)")
         for name in ours:
-            (run_dir / name).unlink()
-    run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / name).unlink()  # a link goes, its target stays
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
 def load_checkpoint(run_dir: Path, threads: Optional[int] = None) -> tuple[Network, Position]:
     path = run_dir / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} has no {CHECKPOINT} to resume from")
-    return Network.load(path, threads=threads), _saved_position(read_header(path))
+    pos = _saved_position(read_header(path), path)  # before any weights are read: a model.npz is no checkpoint
+    return Network.load(path, threads=threads), pos
 
 
-def _saved_position(header: dict) -> Position:
-    return Position(**{"metrics_bytes": None, **header["extra"]["position"]})
+def _saved_position(header: dict, path: Path) -> Position:
+    """The training position a checkpoint's header holds, checked against its declared schema
+    (file_schemas.POSITION): a negative row would loop forever, an unknown field crash."""
+    extra = check(header["extra"], _CHECKPOINT_EXTRA, str(path), error=ModelFileError, field="extra")
+    return Position(**{"metrics_bytes": None, **extra["position"]})
 
 
 def append_metrics(run_dir: Path, record: dict) -> None:
-    with open(run_dir / METRICS, "a") as f:  # one line per record: a torn last line is all a kill can cost
+    with append_text(run_dir / METRICS, "run folder") as f:  # one line per record: a kill costs a torn last line
         f.write(json.dumps(record) + "\n")
         f.flush()
 
 
 def read_metrics(run_dir: Path) -> list[dict]:
+    """The records of metrics.jsonl that match their schema (file_schemas.METRICS_RECORD); any
+    other line is skipped with a warning naming it, since one bad line must not cost the rest."""
     path = run_dir / METRICS
-    if not path.exists():
+    if not is_regular_or_absent(path, "metrics log"):
         return []
     out = []
-    for line in path.read_text().splitlines():
+    for number, record in read_json_lines(path, "metrics log"):
+        if record is None:
+            continue  # not JSON: read_json_lines has said so (or it is a torn last line)
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut short by a kill
+            out.append(check(record, METRICS_RECORD, f"{path}:{number}"))
+        except ValueError as e:
+            log.warning("%s; skipped", e)
     return out
 
 
@@ -260,7 +292,7 @@ def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Run
 
 def _checkpoint_position(run_dir: Path) -> Optional[Position]:
     path = run_dir / CHECKPOINT
-    return _saved_position(read_header(path)) if path.exists() else None
+    return _saved_position(read_header(path), path) if path.exists() else None
 
 
 def _last_good(net: Network, run_dir: Path) -> tuple[Network, Position]:
@@ -416,7 +448,9 @@ def write_config(run_dir: Path, config: dict) -> None:
 
 
 def read_config(run_dir: Path) -> dict:
+    """The run's settings, checked against their declared schema (file_schemas.RUN_CONFIG); a
+    FIFO or a device in its place is refused before it is opened."""
     path = run_dir / CONFIG
-    if not path.exists():
+    if not is_regular_or_absent(path, "run configuration"):
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {CONFIG})")
-    return json.loads(path.read_text())
+    return check_run_config(read_json(path, "run configuration"), str(path))

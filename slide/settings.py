@@ -8,6 +8,7 @@ constructors' signatures to it, so a default is written in one place only.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -271,7 +272,22 @@ def parse_assignment(text: str) -> tuple[str, str, Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw  # a bare word such as dwta
-    return section, name, table[name].check(value, f"--set {key}")
+    except (ValueError, RecursionError) as e:  # Python's own limits: digits of an int, depth of nesting
+        raise ValueError(f"--set {key}: {toml_limit(e)}") from None
+    try:
+        return section, name, table[name].check(value, f"--set {key}")
+    except RecursionError:  # a value nested too deeply to show in the message
+        raise ValueError(f"--set {key}: {toml_limit(RecursionError())}") from None
+
+
+def toml_limit(e: BaseException) -> str:
+    """What a TOML value past one of Python's limits is, for a message: tomllib raises a bare
+    RecursionError for deep nesting and int()'s ValueError for an integer of over 4,300 digits."""
+    if isinstance(e, RecursionError):
+        return "the value is nested too deeply (no setting holds more than a list of numbers)"
+    if "digits" in str(e):
+        return f"holds an integer of more than {sys.get_int_max_str_digits():,} digits, far beyond any setting's range"
+    return f"not a valid value ({e})"
 
 
 if __name__ == "__main__":  # the README's settings tables

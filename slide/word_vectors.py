@@ -108,27 +108,66 @@ def read_word2vec(path: PathLike, *, binary: bool = False) -> tuple[list[str], n
                 raise ValueError
         except ValueError:
             raise ValueError(f"{path}, line 1: expected the header '<words> <dimension>', got {first[:80]!r}") from None
-        words, vectors = [], np.empty((count, dim), np.float32)
+        if binary:
+            _check_not_text(f, path, dim)
+        # Each word read takes at least a space and its floats (binary) or a separator and a digit
+        # per value (text), so the file's size bounds the rows; a header promising more sizes no
+        # array and fails at the line where the file ends.
+        least, size = 4 * dim + 1 if binary else 2 * dim, os.fstat(f.fileno()).st_size
+        words, vectors = [], np.empty((min(count, (size - len(first)) // least), dim), np.float32)
         for i in range(count):
             if binary:
                 word = _read_binary_word(f, path, i)
-                raw = f.read(4 * dim)
+                raw = f.read(4 * dim) if 4 * dim <= size - f.tell() else b""  # read(n) allocates n first
                 if len(raw) != 4 * dim:
                     raise ValueError(f"{path}: word {i + 1:,} ({word!r}) is cut short; expected {dim} float32s")
-                vectors[i] = np.frombuffer(raw, "<f4")
+                row = np.frombuffer(raw, "<f4")
             else:
                 line = f.readline()
                 parts = line.decode("utf-8", _BYTES).rstrip("\r\n").rstrip(" ").split(" ")
                 if len(parts) != dim + 1:
                     raise ValueError(f"{path}, line {i + 2:,}: expected a word and {dim} numbers, got "
-                                     f"{len(parts)} fields" + ("" if line else " (the file ends early)"))
+                                     f"{len(parts)} fields" + (_binary_hint(line) if line else " (the file ends "
+                                                               "early)"))
                 word = parts[0]
                 try:
-                    vectors[i] = np.array(parts[1:], dtype=np.float32)
+                    row = np.array(parts[1:], dtype=np.float32)
                 except ValueError:
-                    raise ValueError(f"{path}, line {i + 2:,}: a value of {word!r} is not a number") from None
+                    raise ValueError(f"{path}, line {i + 2:,}: a value of {word!r} is not a number"
+                                     + _binary_hint(line)) from None
+            if i == len(vectors):  # cannot happen: a record shorter than `least` fails to parse
+                raise ValueError(f"{path}: word {i + 1:,} lies beyond the file's end")
+            vectors[i] = row
             words.append(word)
     return words, vectors
+
+
+def _check_not_text(f, path: Path, dim: int) -> None:
+    """ValueError when the first record of a file about to be read as binary reads as a word and
+    `dim` numbers: a text file, whose digits the binary reader would return as floats."""
+    start = f.tell()
+    line = f.readline(32 * dim + (1 << 16) + 2)  # a text first record whole, a longest word's worth
+    f.seek(start)
+    fields = line.rstrip(b"\r\n").rstrip(b" ").split(b" ")
+    try:
+        is_text = len(fields) == dim + 1 and all(isinstance(float(v), float) for v in fields[1:])
+    except ValueError:  # a field that is no number
+        is_text = False
+    if is_text:
+        raise ValueError(f"{path}: line 2 reads as a word and {dim} numbers: this is a text word2vec file; read it "
+                         "with binary=False")
+
+
+def _binary_hint(line: bytes) -> str:
+    """A hint for a text line that fails to parse: control bytes (not tab or line ends) or bytes
+    that are not UTF-8 are what a binary file's floats look like (a word may hold either, so only
+    a hint)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return " (if this is a binary word2vec file, read it with binary=True)"
+    return " (if this is a binary word2vec file, read it with binary=True)" \
+        if any(b < 32 and b not in b"\t\r\n" for b in line) else ""
 
 
 def _read_binary_word(f, path: Path, i: int) -> str:

@@ -147,10 +147,11 @@ def run_case(rng: random.Random, seeds, work: Path) -> str:
         lines[i] = dumps(mutate_json(rng, json.loads(lines[i]))) if rng.random() < 0.8 else "[1]"
         (run / target).write_text("\n".join(lines) + "\n")
         what = f"metrics line {i}"
-    quiet_cli(["info", str(run)])
-    quiet_cli(["info", str(run), "--json"])
-    quiet_cli(["evaluate", str(run), "--test", str(seeds.run_test), "--threads", "1"])
-    quiet_cli(["train", "--resume", str(run), "--epochs", "2", "--quiet", "--threads", "1"])
+    codes = [quiet_cli(["info", str(run)]), quiet_cli(["info", str(run), "--json"]),
+             quiet_cli(["evaluate", str(run), "--test", str(seeds.run_test), "--threads", "1"]),
+             quiet_cli(["train", "--resume", str(run), "--epochs", "2", "--quiet", "--threads", "1"])]
+    if any(codes):
+        raise ValueError(f"{target}: {what}: info, info --json, evaluate and resume exited {codes}")
     return f"{target}: {what}"
 
 

@@ -58,6 +58,16 @@ Corpus tokenize(const char* text, std::size_t size, std::int64_t min_count, std:
   return c;
 }
 
+std::int64_t total_count(const std::int64_t* counts, std::int64_t n) {
+  std::int64_t total = 0;
+  for (std::int64_t w = 0; w < n; ++w) {
+    SLIDE_REQUIRE(counts[w] >= 0, "word " << w << " has a negative count (" << counts[w] << ")");
+    SLIDE_REQUIRE(!__builtin_add_overflow(total, counts[w], &total),
+                  "the word counts overflow: their sum passes 2^63-1 at word " << w << " (count " << counts[w] << ")");
+  }
+  return total;
+}
+
 double keep_probability(std::int64_t count, std::int64_t total, double t) {
   if (t <= 0.0 || count <= 0) return 1.0;
   const double f = static_cast<double>(count) / static_cast<double>(total);
@@ -69,7 +79,7 @@ Samples make_samples(const std::int32_t* ids, std::int64_t n, std::int64_t begin
   SLIDE_REQUIRE(o.window >= 1, "window must be >= 1, got " << o.window);
   SLIDE_REQUIRE(o.subsample >= 0.0, "subsample must be >= 0, got " << o.subsample);
   SLIDE_REQUIRE(0 <= begin && begin <= end && end <= n, "sample range [" << begin << ", " << end << ") outside [0, " << n << "]");
-  const std::int64_t total = std::accumulate(counts, counts + vocab_size, std::int64_t{0});
+  const std::int64_t total = total_count(counts, vocab_size);
   std::vector<std::uint32_t> keep_threshold(vocab_size);  // keep if hash < threshold
   for (std::int64_t w = 0; w < vocab_size; ++w)
     keep_threshold[w] = static_cast<std::uint32_t>(std::min(4294967295.0, keep_probability(counts[w], total, o.subsample) * 4294967296.0));

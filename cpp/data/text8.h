@@ -36,6 +36,10 @@ struct Samples {
 Samples make_samples(const std::int32_t* ids, std::int64_t n, std::int64_t begin, std::int64_t end,
                      const std::int64_t* counts, std::int64_t vocab_size, const SampleOptions& o);
 
+// The sum of `n` word counts; std::invalid_argument when one is negative or the sum passes 2^63-1
+// (counts from a model file are untrusted, and a wrapped total silently drops every word).
+std::int64_t total_count(const std::int64_t* counts, std::int64_t n);
+
 // Probability that word2vec's subsampling keeps a word with this count out of `total`.
 double keep_probability(std::int64_t count, std::int64_t total, double t);
 

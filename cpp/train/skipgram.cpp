@@ -26,7 +26,7 @@ SkipGram::SkipGram(std::vector<std::int64_t> counts, int dim, std::uint64_t seed
   const std::size_t v = counts_.size();
   SLIDE_REQUIRE(v >= 1, "a skip-gram model needs at least one word");
   SLIDE_REQUIRE(dim >= 1, "dimension must be >= 1, got " << dim);
-  for (std::size_t w = 0; w < v; ++w) SLIDE_REQUIRE(counts_[w] >= 0, "word " << w << " has a negative count");
+  total_count(counts_.data(), static_cast<std::int64_t>(v));  // refuses negative counts and a sum past int64
   in_.resize(v * dim);
   out_.resize(v * dim);  // zero, as word2vec starts its output side
   Rng rng(seed);
@@ -73,7 +73,7 @@ SkipGramStats SkipGram::train(const std::int32_t* ids, std::int64_t begin, std::
   const std::int64_t v = vocab_size();
   for (std::int64_t i = begin; i < end; ++i)
     SLIDE_REQUIRE(0 <= ids[i] && ids[i] < v, "word id " << ids[i] << " at position " << i << " outside [0, " << v << ")");
-  const std::int64_t total = std::accumulate(counts_.begin(), counts_.end(), std::int64_t{0});
+  const std::int64_t total = total_count(counts_.data(), v);
   std::vector<std::uint32_t> keep_threshold(v);  // keep a word when a draw's low 32 bits fall below
   for (std::int64_t w = 0; w < v; ++w) {
     const double keep = keep_probability(counts_[w], std::max<std::int64_t>(total, 1), o.subsample);

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import runs
+from ..distributed.checkpoint import is_sharded, read_manifest
 from ..model_file import read_header
+from . import train_mpi
 
 
 def add_parser(sub) -> None:
@@ -34,14 +36,16 @@ def summarise(run_dir: Path) -> dict[str, Any]:
         "network": cfg.get("network", {}),
         "lsh": None if cfg.get("network", {}).get("dense") else cfg.get("lsh"),
         "epochs": {"planned": cfg.get("epochs"), "done": len(epochs)},
-        "samples_trained": epochs[-1]["samples"] if epochs else 0,
+        "ranks": cfg.get("ranks"),  # an MPI run's; its records count no samples (None)
+        "samples_trained": epochs[-1].get("samples") if epochs else 0,
         "best_test_P@1": max((r["P@1"] for r in scored), default=None),
         "final": {k: v for k, v in final.items() if k.startswith(("P@", "nDCG@", "PSP@"))} if final else None,
         "state": "finished" if final else ("stopped early" if any(r["kind"] == "early_stop" for r in records)
                                            else "in progress or stopped; resume with `slide train --resume`"),
     }
-    if final and "train_seconds" in final:
-        summary["seconds"] = {k: final[k] for k in ("train_seconds", "eval_seconds", "checkpoint_seconds")}
+    times = ("train_seconds", "eval_seconds", "checkpoint_seconds")
+    if final and all(k in final for k in times):
+        summary["seconds"] = {k: final[k] for k in times}
     files = {}
     for name in (runs.CHECKPOINT, runs.MODEL, runs.BEST):
         path = run_dir / name
@@ -49,8 +53,18 @@ def summarise(run_dir: Path) -> dict[str, Any]:
             header = read_header(path)
             files[name] = {"bytes": path.stat().st_size, "with_optimizer_state": header["include_optimizer"],
                            "optimizer_steps": header["counters"].get("step")}
+    for name in (train_mpi.CHECKPOINT, train_mpi.MODEL):
+        if is_sharded(run_dir / name):
+            files[name] = _sharded_summary(run_dir / name)
     summary["files"] = files
     return summary
+
+
+def _sharded_summary(folder: Path) -> dict[str, Any]:
+    """An MPI run's checkpoint/ or model/ folder, from its manifest (checked by read_manifest)."""
+    m = read_manifest(folder)
+    return {"bytes": sum(s["bytes"] for s in m["shards"]), "ranks": m["ranks"], "optimizer_steps": m.get("step"),
+            "with_optimizer_state": None}
 
 
 def _skipgram_summary(run_dir: Path, cfg: dict[str, Any], records: list[dict]) -> dict[str, Any]:
@@ -59,8 +73,8 @@ def _skipgram_summary(run_dir: Path, cfg: dict[str, Any], records: list[dict]) -
     model = run_dir / runs.MODEL
     return {"run": str(run_dir), "data": cfg.get("dataset"), "objective": "skipgram", "skipgram": cfg["skipgram"],
             "text8": cfg.get("text8", {}), "epochs": {"planned": cfg.get("epochs"), "done": len(epochs)},
-            "words_per_second": final["words_per_second"] if final else None,
-            "loss": epochs[-1]["loss"] if epochs else None,
+            "words_per_second": final.get("words_per_second") if final else None,
+            "loss": epochs[-1].get("loss") if epochs else None,
             "state": "finished" if final else "stopped (skip-gram runs do not resume; train again)",
             "files": {runs.MODEL: {"bytes": model.stat().st_size}} if model.exists() else {}}
 
@@ -83,7 +97,9 @@ def _text(s: dict[str, Any]) -> str:
     lines = [f"run {s['run']}: {s['state']}",
              f"data: {s['data']}; network: hidden {net.get('hidden')}, mode {mode}, "
              f"{net.get('optimizer')} lr {net.get('learning_rate')}",
-             f"epochs: {s['epochs']['done']} of {s['epochs']['planned']}, {s['samples_trained']:,} samples"]
+             f"epochs: {s['epochs']['done']} of {s['epochs']['planned']}"
+             + (f", {s['samples_trained']:,} samples" if s["samples_trained"] is not None else "")
+             + (f", trained over {s['ranks']} MPI ranks" if s.get("ranks") else "")]
     if s["best_test_P@1"] is not None:
         lines.append(f"best test P@1 during training: {s['best_test_P@1']:.4f}")
     if s["final"]:
@@ -93,7 +109,9 @@ def _text(s: dict[str, Any]) -> str:
         lines.append(f"time: training {sec['train_seconds']:,.1f}s, evaluation {sec['eval_seconds']:,.1f}s, "
                      f"checkpoints {sec['checkpoint_seconds']:,.1f}s")
     for name, f in s["files"].items():
-        lines.append(f"{name}: {f['bytes'] / 2**20:,.1f} MiB, {f['optimizer_steps']:,} optimizer steps"
+        lines.append(f"{name}: {f['bytes'] / 2**20:,.1f} MiB"
+                     + (f", sharded over {f['ranks']} ranks" if f.get("ranks") else "")
+                     + (f", {f['optimizer_steps']:,} optimizer steps" if f["optimizer_steps"] is not None else "")
                      + (", with optimizer state" if f["with_optimizer_state"] else ""))
     return "\n".join(lines)
 

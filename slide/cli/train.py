@@ -4,6 +4,7 @@ evaluation and checkpoints into a run folder, or resume one."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -13,11 +14,13 @@ from ..config import LSHConfig
 from ..datasets.fingerprint import check_unchanged, fingerprint
 from ..network import Network, TrainingDiverged, TrainingInterrupted
 from ..paths import regular_file
+from ..run_identity import check_checkpoint_belongs
 from ..shape_defaults import preset_for_shape
 from ..modes import MODES, mode_of
-from ..settings import NETWORK, RUN, SKIPGRAM, TABLES, TEXT8, check_table, defaults, parse_assignment
+from ..settings import NETWORK, RUN, SKIPGRAM, TABLES, TEXT8, check_table, defaults, parse_assignment, \
+    toml_limit
 from .. import runs
-from . import signals, train_mpi, train_words
+from . import mpi_runs, signals, train_mpi, train_words
 from .sources import resolve
 
 _TYPES = {"int": int, "float": float, "str": str, "path": str}
@@ -69,6 +72,8 @@ def _read_toml(path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{path}: {toml_limit(e)}") from None
 
 
 def _given_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -166,6 +171,8 @@ def apply_preset(cfg: dict, preset: dict) -> None:
     mode = given.get("mode")
     if mode == "dense":
         cfg["network"]["dense"] = True
+    elif mode is not None and not given.get("dense"):  # a mode the user names wins over a preset's dense output
+        cfg["network"]["dense"] = False
     mode_lsh = MODES[mode].lsh if mode else None
     cfg["lsh"] = {**preset["lsh"], **(mode_lsh or {}), **cfg["lsh"]}
     cfg.setdefault("epochs", preset["epochs"])
@@ -185,9 +192,10 @@ def build_network(cfg: dict, source, comm: Any = None) -> Network:
     net_cfg = check_table(cfg["network"], NETWORK, "[network] ")
     lsh = None if net_cfg.get("dense") else LSHConfig.from_dict(cfg["lsh"])
     if net_cfg.get("mode", mode_of(lsh)) != mode_of(lsh):
-        raise ValueError(f"[network] mode {net_cfg['mode']!r} contradicts the [lsh] settings "
-                         f"(batch_active={getattr(lsh, 'batch_active', None)}), which train in mode {mode_of(lsh)!r}; "
-                         "change one of them")
+        cause = ("dense output (network.dense = true)" if lsh is None else
+                 f"the [lsh] settings (lsh.batch_active = {lsh.batch_active})")
+        raise ValueError(f"[network] mode {net_cfg['mode']!r} contradicts {cause}, which trains in mode "
+                         f"{mode_of(lsh)!r}; change one of them")
     options = {k: v for k, v in net_cfg.items() if k not in ("dense", "hidden", "mode")}
     net = Network(source.input_dim, source.output_dim, hidden=tuple(net_cfg["hidden"]), lsh=lsh,
                   threads=cfg.get("threads"), seed=cfg["seed"], comm=comm, **options)
@@ -218,10 +226,17 @@ def _default_run_dir(title: str) -> Path:
 def main(args: argparse.Namespace) -> int:
     if train_mpi.mpi_ranks() > 1:  # started by mpirun -n N: one network over the job's ranks
         return train_mpi.main(args)
+    with contextlib.ExitStack() as hold:  # the run folder's lock (run_lock), held until the command ends
+        return _train(args, hold)
+
+
+def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
     if args.resume:
         _refuse_changes_on_resume(args)
         run_dir = args.resume
+        hold.enter_context(runs.lock_run_dir(run_dir))
         cfg = runs.read_config(run_dir)
+        mpi_runs.refuse_mpi_run(run_dir, cfg)
         if train_words.objective(cfg) == "skipgram":
             raise ValueError(f"{run_dir} trained skip-gram word vectors, whose learning rate falls over the whole "
                              "run; such a run does not resume: start it again (its model.npz holds the vectors "
@@ -232,6 +247,8 @@ def main(args: argparse.Namespace) -> int:
         check_unchanged(cfg.get("data_files", []))
         source = resolve(cfg)
         if (run_dir / runs.CHECKPOINT).exists():
+            check_checkpoint_belongs(run_dir, run_dir / runs.CHECKPOINT, run_dir / runs.CONFIG, cfg,
+                                     input_dim=source.input_dim, output_dim=source.output_dim)
             net, pos = runs.load_checkpoint(run_dir, threads=flags.get("threads"))
             print(f"resuming {run_dir} at epoch {pos.epoch + 1}, {pos.samples:,} samples trained", flush=True)
         else:  # killed before its first checkpoint: the seed reproduces the start exactly
@@ -239,15 +256,17 @@ def main(args: argparse.Namespace) -> int:
                 cfg["threads"] = flags["threads"]
             net, pos = build_network(cfg, source), None
             print(f"{run_dir} has no checkpoint yet; starting its run from the beginning", flush=True)
+        if "epochs" in flags:  # the run now plans this many: `slide info` and later resumes go by it
+            runs.write_config(run_dir, {**runs.read_config(run_dir), "epochs": flags["epochs"]})
     else:
         cfg = resolve_config(args)
         run_dir = args.out
         if run_dir is not None:
-            runs.create_run_dir(run_dir, overwrite=args.overwrite)  # refused before any data is read
+            hold.enter_context(runs.create_run_dir(run_dir, overwrite=args.overwrite))  # before any data is read
         if train_words.objective(cfg) == "skipgram":
             if run_dir is None:
                 run_dir = _default_run_dir(cfg["dataset"])
-                runs.create_run_dir(run_dir)
+                hold.enter_context(runs.create_run_dir(run_dir))
             return train_words.main(cfg, run_dir, quiet=args.quiet)
         source = resolve(cfg)
         if cfg.get("train_file"):
@@ -255,7 +274,7 @@ def main(args: argparse.Namespace) -> int:
         net = build_network(cfg, source)
         if run_dir is None:
             run_dir = _default_run_dir(source.title)
-            runs.create_run_dir(run_dir)
+            hold.enter_context(runs.create_run_dir(run_dir))
         cfg["resolved_threads"] = net.threads
         cfg["data_files"] = [fingerprint(p) for p in source.files]
         runs.write_config(run_dir, cfg)

@@ -20,12 +20,18 @@ from typing import Any, Optional
 
 from .. import runs
 from ..datasets.synthetic import Split
-from ..datasets.xc_ranges import read_xc_share
-from ..early_stopping import held_out_rows
-from ..network import Network
+from ..datasets.fingerprint import fingerprint
+from ..datasets.xc_ranges import read_xc_shares
+from ..distributed.agree import RankError, on_every_rank, same_files
+from ..distributed.rows import check_rows, first_rows, held_out_share
+from ..network import Network, TrainingDiverged
+from .mpi_runs import batch_mode_under_mpi, check_mpi_resume, refuse_settings
 
 CHECKPOINT = "checkpoint"  # a sharded model folder (slide.distributed.checkpoint)
 MODEL = "model"
+# Rank 0's lock on the run folder (slide.run_lock), held until this rank's process ends: with
+# its command, or at MPI_Abort, which no `finally` outlives.
+_HELD: list = []
 
 # What Open MPI, MPICH/Hydra and PMIx launchers set in every rank's environment.
 _SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
@@ -52,9 +58,17 @@ def main(args: argparse.Namespace) -> int:
     comm = Communicator(MPI.COMM_WORLD)
     try:
         return _main(args, comm)
+    except RankError as e:  # every rank knows it: rank 0 says it once, for the job
+        if comm.rank == 0:
+            print(f"slide: error: {e}", file=sys.stderr, flush=True)
+            comm.abort(2)
+        comm.barrier()  # rank 0 never joins: its abort ends this rank, after it has printed the reason
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"slide: error on rank {comm.rank}: {e}", file=sys.stderr, flush=True)
         comm.abort(2)
+    except TrainingDiverged as e:  # the exit code of a single process's diverged run
+        print(f"slide: error on rank {comm.rank}: {e}", file=sys.stderr, flush=True)
+        comm.abort(3)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from mpirun ending the job after another rank failed
         print(f"slide: rank {comm.rank} stopped", file=sys.stderr, flush=True)
         comm.abort(130)
@@ -78,13 +92,21 @@ def _resolve_on_rank0(args: argparse.Namespace, comm) -> tuple[dict, Path]:
         try:
             if args.resume:
                 _refuse_changes_on_resume(args)
+                _HELD.append(runs.lock_run_dir(args.resume))
                 run_dir, cfg = args.resume, runs.read_config(args.resume)
+                check_mpi_resume(run_dir, cfg)
                 if "epochs" in _given_flags(args):
                     cfg["epochs"] = _given_flags(args)["epochs"]
+                    runs.write_config(run_dir, cfg)  # the run now plans this many (slide info, later resumes)
             else:
                 cfg = resolve_config(args)
+                refuse_settings(cfg, args)
+                if not cfg.get("train_file"):  # a user's file gets its mode from the data's shape (_main)
+                    changed = batch_mode_under_mpi(cfg, args)
+                    if changed:
+                        print(changed, flush=True)
                 run_dir = args.out or _default_run_dir(cfg.get("dataset") or Path(cfg["train_file"]).name)
-                runs.create_run_dir(run_dir, overwrite=args.overwrite)
+                _HELD.append(runs.create_run_dir(run_dir, overwrite=args.overwrite))
                 cfg["ranks"] = comm.size
                 runs.write_config(run_dir, cfg)
             answer = (cfg, run_dir)
@@ -92,7 +114,7 @@ def _resolve_on_rank0(args: argparse.Namespace, comm) -> tuple[dict, Path]:
             answer = str(e)
     answer = comm.broadcast(answer)
     if isinstance(answer, str):
-        raise ValueError(answer) if comm.rank == 0 else SystemExit(2)
+        raise RankError(answer, 0)
     return answer
 
 
@@ -104,13 +126,18 @@ def _block(split: Split, comm) -> Split:
 
 def _load_data(cfg: dict, comm) -> tuple[Split, Split, Optional[Split], Any]:
     """This rank's training, test and validation rows, and the source (dimensions, vocabulary)."""
-    from .sources import load_file, resolve, shuffled
+    from .sources import identifying_files, load_file, resolve, shuffled
 
     seed = cfg.get("seed", 0)
     if cfg.get("train_file") and not str(cfg["train_file"]).lower().endswith((".arff", ".arff.gz")):
         t0 = time.perf_counter()
-        train = read_xc_share(Path(cfg["train_file"]), comm.rank, comm.size)
-        test = _block(shuffled(load_file(Path(cfg["test_file"])), seed), comm)
+        train_path, test_path = Path(cfg["train_file"]), Path(cfg["test_file"])
+        files = identifying_files(train_path, test_path)
+        same_files(comm, zip(("training file", "test file"), files))
+        train = first_rows(read_xc_shares(train_path, comm), cfg.get("train_samples"), comm)
+        check_rows(train, train_path, comm)
+        test = on_every_rank(comm, _test_split, train_path, test_path, train, load_file)
+        test = _block(shuffled(test, seed), comm)
         if cfg.get("test_samples"):
             test = _block(Split(test.X[:cfg["test_samples"]], test.Y[:cfg["test_samples"]]), comm)
         validation = None  # held out once the shape preset has said how much (_main)
@@ -119,19 +146,20 @@ def _load_data(cfg: dict, comm) -> tuple[Split, Split, Optional[Split], Any]:
                    f"{comm.size} ranks ({len(train):,} on rank 0), {train.X.shape[1]:,} features, "
                    f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)")
         source = argparse.Namespace(input_dim=train.X.shape[1], output_dim=train.Y.shape[1], vocabulary=None,
-                                    title=Path(cfg["train_file"]).name)
+                                    title=Path(cfg["train_file"]).name, files=files)
         return train, test, validation, source
     quiet = contextlib.redirect_stdout(io.StringIO()) if comm.rank else contextlib.nullcontext()
     with quiet:  # every rank draws (or reads) the named set; rank 0 says so
-        source = resolve(cfg)
+        source = on_every_rank(comm, resolve, cfg)
+    same_files(comm, (("data file", f) for f in source.files))
     if source.memory is None:
         raise ValueError(f"{source.title} is streamed or a word corpus; under MPI slide trains on XC data in memory")
     return (_block(source.memory, comm), _block(source.test, comm),
-            _block(source.validation, comm) if source.validation else None, source)
+            _block(source.validation, comm) if source.validation is not None else None, source)
 
 
 def _main(args: argparse.Namespace, comm) -> int:
-    from .train import apply_shape_preset, build_network
+    from .train import apply_shape_preset
 
     cfg, run_dir = _resolve_on_rank0(args, comm)
     if args.resume and cfg.get("ranks", comm.size) != comm.size:
@@ -142,24 +170,13 @@ def _main(args: argparse.Namespace, comm) -> int:
         quiet = contextlib.redirect_stdout(io.StringIO()) if comm.rank else contextlib.nullcontext()
         with quiet:
             apply_shape_preset(cfg, source)
-        if comm.rank == 0:
-            runs.write_config(Path(run_dir), cfg)
-    if cfg.get("train_file") and cfg.get("validation_split") and len(train) >= 2:
-        kept, held = held_out_rows(len(train), cfg["validation_split"], cfg.get("seed", 0) + comm.rank)
-        train, validation = Split(train.X[kept], train.Y[kept]), Split(train.X[held], train.Y[held])
-    threads = _given_threads(args, cfg)
-    done = 0
+    if not args.resume and comm.rank == 0:  # what resume checks the data against, as one process's run does
+        cfg["data_files"] = [fingerprint(p) for p in source.files]
+        runs.write_config(Path(run_dir), cfg)
+    if cfg.get("train_file") and cfg.get("validation_split"):
+        train, validation = held_out_share(train, cfg["validation_split"], cfg.get("seed", 0), cfg["train_file"], comm)
     checkpoint = Path(run_dir) / CHECKPOINT
-    if args.resume and (checkpoint / "manifest.json").is_file():
-        net = Network.load(checkpoint, comm=comm, threads=threads)
-        from ..distributed.checkpoint import read_manifest
-
-        done = int(read_manifest(checkpoint)["extra"].get("epoch", 0))
-        _say(comm, f"resuming {run_dir} at epoch {done + 1} (step {net._core.step:,}) on {comm.size} ranks")
-    else:
-        if threads is not None:
-            cfg["threads"] = threads
-        net = build_network(cfg, source, comm=comm)
+    net, done = _start_network(args, cfg, run_dir, source, comm)
     _say(comm, f"{net}; {net.memory_bytes / 2**30:.2f} GiB on rank 0; run folder {run_dir}")
     epochs = int(cfg["epochs"])
 
@@ -175,11 +192,12 @@ def _main(args: argparse.Namespace, comm) -> int:
                                          if k.startswith("val_P@")), flush=True)
 
     if done < epochs:
+        held = validation is not None  # not `if validation`: a rank may hold none of the rows, and still evaluates
         net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"],
-                validation_data=(validation.X, validation.Y) if validation else None,
-                early_stopping=cfg.get("early_stopping") if validation else None,
-                monitor=cfg.get("monitor", "P@1") if validation else "P@1",
-                progress=not args.quiet, callback=after_epoch)
+                validation_data=(validation.X, validation.Y) if held else None,
+                early_stopping=cfg.get("early_stopping") if held else None,
+                monitor=cfg.get("monitor", "P@1") if held else "P@1",
+                progress=not args.quiet, callback=after_epoch, shuffle=cfg.get("shuffle", True))
     t0 = time.perf_counter()
     report = net.evaluate(test.X, test.Y)
     points = int(comm.total(len(test)))
@@ -193,5 +211,32 @@ def _main(args: argparse.Namespace, comm) -> int:
     return 0
 
 
+def _start_network(args: argparse.Namespace, cfg: dict, run_dir: Path, source: Any, comm) -> tuple[Network, int]:
+    """The network at its last checkpoint and the epochs it has done, or new; a rank that cannot
+    load or build its part stops every rank with one message."""
+    from ..distributed.checkpoint import read_manifest
+    from .train import build_network
+
+    threads = _given_threads(args, cfg)
+    checkpoint = Path(run_dir) / CHECKPOINT
+    if args.resume and (checkpoint / "manifest.json").is_file():
+        net = on_every_rank(comm, lambda: Network.load(checkpoint, comm=comm, threads=threads))
+        done = int(read_manifest(checkpoint)["extra"].get("epoch", 0))
+        _say(comm, f"resuming {run_dir} at epoch {done + 1} (step {net._core.step:,}) on {comm.size} ranks")
+        return net, done
+    if threads is not None:
+        cfg["threads"] = threads
+    return on_every_rank(comm, build_network, cfg, source, comm), 0
+
+
 def _given_threads(args: argparse.Namespace, cfg: dict) -> Optional[int]:
     return args.threads if getattr(args, "threads", None) is not None else cfg.get("threads")
+
+
+def _test_split(train_path: Path, test_path: Path, train: Split, load_file) -> Split:
+    """The test file, which every rank reads whole, checked against the training file's shape."""
+    test = load_file(test_path)
+    if train.X.shape[1] != test.X.shape[1] or train.Y.shape[1] != test.Y.shape[1]:
+        raise ValueError(f"{train_path} and {test_path} disagree on the number of features or labels "
+                         f"({train.X.shape[1]} x {train.Y.shape[1]} vs {test.X.shape[1]} x {test.Y.shape[1]})")
+    return test

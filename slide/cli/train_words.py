@@ -3,7 +3,8 @@ vectors by skip-gram with negative sampling (slide.SkipGram) into a run folder: 
 metrics.jsonl (one record per epoch: words/s and loss), and model.npz (the skip-gram model; `slide
 export RUN` writes its vectors in the word2vec format). Ctrl-C or SIGTERM saves the vectors
 trained so far and exits with 130 or 143; such a run does not resume (the rate falls over the whole
-run), so train it again."""
+run), so train it again. A run whose vectors become NaN or infinite stops with exit code 3, as a
+network run does, and writes no model."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .. import runs
 from ..datasets import registry
 from ..datasets.fingerprint import fingerprint
 from ..datasets.text8 import load_text8
+from ..network import TrainingDiverged
 from ..settings import SKIPGRAM, defaults
 from ..skipgram import SkipGram
 from . import signals
@@ -73,6 +75,10 @@ def main(cfg: dict[str, Any], run_dir: Path, *, quiet: bool) -> int:
 
     try:
         history = model.fit(ids, epochs, progress=not quiet, on_epoch=on_epoch)
+    except TrainingDiverged as e:  # as a network run: exit 3, and no model of NaNs saved
+        print(f"slide: error: {e} (skipgram.learning_rate is {sg['learning_rate']:g}: give a lower one with "
+              "--set skipgram.learning_rate=...); no model.npz was written", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         model.save(run_dir / runs.MODEL)
         print(f"\n{signals.what_stopped()}: the vectors trained so far are in {run_dir / runs.MODEL}",

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..paths import regular_file, same_file
+from .cache import source_identity
 from .prefetch import prefetched
 from .shards import DEFAULT_SHARD_ROWS, ShardFolder, ShardWriter
 from .xc_blocks import BLOCK_BYTES, parse_blocks
@@ -21,8 +22,8 @@ log = logging.getLogger("slide")
 
 
 def source_fingerprint(path: Path) -> dict:
-    st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    """The source a shard folder was converted from, as its manifest records it (cache.source_identity)."""
+    return {"path": str(path.resolve()), **source_identity(path)}
 
 
 def convert_xc(source: "str | Path", out_dir: "str | Path", *, shard_rows: int = DEFAULT_SHARD_ROWS,
@@ -32,7 +33,8 @@ def convert_xc(source: "str | Path", out_dir: "str | Path", *, shard_rows: int =
 
     Memory stays near a few blocks of text (two read ahead, one per parsing thread) plus two
     shards, whatever the file's size. A malformed file raises DataFormatError naming the file
-    and line, and leaves the folder unfinished (no manifest), so it is never read as data.
+    and line; like any failure, it leaves `out_dir` as it was (the shards are built beside it and
+    swapped in only when complete: shards.ShardWriter).
     `on_progress(points, total)` is called per block.
     """
     source = regular_file(source, "data file")
@@ -43,15 +45,20 @@ def convert_xc(source: "str | Path", out_dir: "str | Path", *, shard_rows: int =
     writer: Optional[ShardWriter] = None
     t0 = time.perf_counter()
     points = 0
-    for arrays in prefetched(parse_blocks(source, block_bytes, workers), depth=1):  # overlaps the writing here
-        if writer is None:
-            writer = ShardWriter(out_dir, int(arrays["num_features"]), int(arrays["num_labels"]),
-                                 shard_rows=shard_rows, source=source_fingerprint(source))
-        writer.add({k: v for k, v in arrays.items() if isinstance(v, np.ndarray)})
-        points += len(arrays["x_indptr"]) - 1
-        if on_progress is not None:
-            on_progress(points, int(arrays["num_points"]))
-    assert writer is not None  # the last block always comes, and a file without a header fails in it
-    folder = writer.finish()
+    try:
+        for arrays in prefetched(parse_blocks(source, block_bytes, workers), depth=1):  # overlaps the writing
+            if writer is None:
+                writer = ShardWriter(out_dir, int(arrays["num_features"]), int(arrays["num_labels"]),
+                                     shard_rows=shard_rows, source=source_fingerprint(source))
+            writer.add({k: v for k, v in arrays.items() if isinstance(v, np.ndarray)})
+            points += len(arrays["x_indptr"]) - 1
+            if on_progress is not None:
+                on_progress(points, int(arrays["num_points"]))
+        assert writer is not None  # the last block always comes, and a file without a header fails in it
+        folder = writer.finish()
+    except BaseException:  # a full disk, a malformed line, Ctrl-C: the previous conversion stays
+        if writer is not None:
+            writer.abort()
+        raise
     log.info("converted %s into %d shards in %.1fs", source, len(folder), time.perf_counter() - t0)
     return folder

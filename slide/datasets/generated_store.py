@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from .folder_swap import discard, process_alive, remove_tree
 from .shards import ShardError, ShardFolder, write_split
 from .synthetic import Split
 
@@ -54,11 +55,11 @@ def _store(folder: Path, parts: dict[str, Split], identity: dict) -> None:
     pending = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     try:
         for stale in folder.parent.glob(f"{glob.escape(folder.name)}.tmp-*"):
-            if not _alive(stale.name.rsplit("-", 1)[-1]):
+            if not process_alive(stale.name.rsplit("-", 1)[-1]):
                 shutil.rmtree(stale, ignore_errors=True)
-        if folder.exists():
-            shutil.rmtree(folder)  # unusable (checked above); the name is ours under generated/
-        shutil.rmtree(pending, ignore_errors=True)
+        if os.path.lexists(folder):
+            remove_tree(folder)  # unusable (checked above); the name is ours under generated/
+        discard(pending)  # a link left here is removed, never written through
         for part, split in parts.items():
             write_split(pending / part, split, source=identity)
         try:
@@ -70,13 +71,3 @@ def _store(folder: Path, parts: dict[str, Split], identity: dict) -> None:
     except (OSError, ShardError) as e:
         shutil.rmtree(pending, ignore_errors=True)
         log.warning("could not keep %s (%s); it will be drawn again next time", folder, e)
-
-
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..paths import regular_file
+from .named_errors import naming
 from .prefetch import prefetched
 from .shards import ShardFolder, arrays_to_split
 from .synthetic import Split
@@ -20,9 +21,11 @@ def read_pieces(path: "str | Path", *, block_bytes: int = BLOCK_BYTES) -> Iterat
     path = Path(path)
     if path.is_dir():
         folder = ShardFolder.open(path)
-        yield from prefetched((folder.read(i) for i in range(len(folder))), depth=1)
+        with naming(path):  # the consumer's own errors come out of `yield`, not from in here
+            yield from prefetched((folder.read(i) for i in range(len(folder))), depth=1)
         return
     path = regular_file(path, "data file")
-    for d in prefetched(parse_blocks(path, block_bytes), depth=1):
-        if len(d["x_indptr"]) > 1:
-            yield arrays_to_split(d, int(d["num_features"]), int(d["num_labels"]))
+    with naming(path):
+        for d in prefetched(parse_blocks(path, block_bytes), depth=1):
+            if len(d["x_indptr"]) > 1:
+                yield arrays_to_split(d, int(d["num_features"]), int(d["num_labels"]))

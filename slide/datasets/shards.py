@@ -26,7 +26,11 @@ from typing import Any, BinaryIO, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ..atomic_files import atomic_write, fsync_files, remove_stale_temporaries
+from ..atomic_files import atomic_write, fsync_files
+from .folder_swap import build_folder, discard, swap_in
+from ..file_schemas import SHARD_MANIFEST, check
+from ..json_files import read_json
+from ..schema import shown
 from .synthetic import Split
 
 MANIFEST = "manifest.json"
@@ -126,13 +130,18 @@ class ShardFolder:
         if not manifest.exists():
             raise ShardError(f"{path} holds no finished conversion ({MANIFEST} is missing: the conversion was "
                              "interrupted or never ran); run `slide data convert` again")
+        try:  # never blocks on a FIFO, never reads a manifest of any size whole (json_files)
+            m = read_json(manifest, "shard manifest")
+        except ValueError as e:
+            raise ShardError(f"{e}; the manifest is damaged or not slide's: convert the data again") from None
         try:
-            m = json.loads(manifest.read_text())
-            if m.get("format") != FORMAT:
-                raise ShardError(f"{manifest} is not a slide shard manifest")
+            if not isinstance(m, dict) or m.get("format") != FORMAT:
+                raise ShardError(f"{manifest} is not a slide shard manifest (expected a JSON object of format "
+                                 f"{FORMAT!r})")
             if m.get("version") != VERSION:
-                raise ShardError(f"{manifest} is version {m.get('version')} of the shard format; this slide reads "
-                                 f"version {VERSION}: convert the data again")
+                raise ShardError(f"{manifest} is version {shown(m.get('version'))} of the shard format; this slide "
+                                 f"reads version {VERSION}: convert the data again")
+            m = check(m, SHARD_MANIFEST, str(manifest), error=ShardError)  # types and ranges of every field
             shards = tuple({"file": str(s["file"]), "rows": int(s["rows"]), "bytes": int(s["bytes"]),
                             "crc32": int(s["crc32"])} for s in m["shards"])
             folder = cls(path, int(m["num_points"]), int(m["num_features"]), int(m["num_labels"]), shards,
@@ -184,7 +193,7 @@ class ShardFolder:
                 if count < 0 or start + offset + nbytes > len(buf):
                     raise ValueError(f"array {name} runs past the end of the file")
                 arrays[name] = buf[start + offset:start + offset + nbytes].view(dtype)
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:  # RecursionError: JSON nested too deeply
             raise ShardError(f"{path}: damaged header ({e})") from None
         if (header.get("rows"), header.get("num_features"), header.get("num_labels")) != \
                 (entry["rows"], self.num_features, self.num_labels):
@@ -247,7 +256,10 @@ def take_rows(arrays: dict[str, np.ndarray], start: int, stop: int) -> dict[str,
 
 class ShardWriter:
     """Writes a shard folder: shards as rows arrive (each `shard_rows` points, the last smaller),
-    then the manifest. Until `finish`, the folder reads as unfinished."""
+    then the manifest. They are written into a new folder beside `path` (folder_swap), which
+    `finish` swaps in: a previous conversion at `path` stays whole and readable until then, and is
+    never lost to a conversion that fails. `abort` (or leaving a `with` block by an exception)
+    deletes the partial build."""
 
     def __init__(self, path: Path, num_features: int, num_labels: int, *, shard_rows: int = DEFAULT_SHARD_ROWS,
                  source: Optional[dict] = None) -> None:
@@ -262,7 +274,20 @@ class ShardWriter:
         # are flushed to disk all at once before the manifest, which alone makes them trusted.
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="slide-shard-writer")
         self._writing: Optional[Future] = None
-        prepare_folder(self.path)
+        check_folder(self.path)
+        self.build = build_folder(self.path)
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is not None:
+            self.abort()
+
+    def abort(self) -> None:
+        """Stop writing and delete the partial build; what was at `path` stays as it was."""
+        self._writer.shutdown(wait=True)
+        discard(self.build)
 
     def add(self, arrays: dict[str, np.ndarray]) -> None:
         """Append a block of rows; full shards are written now."""
@@ -284,7 +309,7 @@ class ShardWriter:
     def _write(self, arrays: dict[str, np.ndarray]) -> None:
         self._wait()
         name = shard_name(len(self.entries))
-        self._writing = self._writer.submit(write_shard, self.path / name, arrays, self.num_features,
+        self._writing = self._writer.submit(write_shard, self.build / name, arrays, self.num_features,
                                             self.num_labels, sync=False)
 
     def _wait(self) -> None:
@@ -298,20 +323,23 @@ class ShardWriter:
             self.pending, self.pending_rows = [], 0
         self._wait()
         self._writer.shutdown()
-        fsync_files([self.path / e["file"] for e in self.entries])
+        fsync_files([self.build / e["file"] for e in self.entries])
         manifest: dict[str, Any] = {
             "format": FORMAT, "version": VERSION, "num_points": sum(e["rows"] for e in self.entries),
             "num_features": int(self.num_features), "num_labels": int(self.num_labels),
             "shard_rows": self.shard_rows, "shards": self.entries, "source": self.source}
         payload = (json.dumps(manifest, indent=1) + "\n").encode()
-        atomic_write(self.path / MANIFEST, lambda f: f.write(payload))
+        atomic_write(self.build / MANIFEST, lambda f: f.write(payload))
+        swap_in(self.build, self.path)
         return ShardFolder.open(self.path)
 
 
-def prepare_folder(path: Path) -> None:
-    """Make `path` ready for a new conversion: new, empty, or a previous conversion (whose manifest
-    goes first, so its shards are never trusted again, then its shards). A folder holding anything
-    else is refused: a conversion never deletes a user's files."""
+def check_folder(path: Path) -> None:
+    """ValueError unless `path` may be replaced by a new conversion: new, empty, a previous
+    conversion, or a link (which is replaced; its target is never written). A folder holding
+    anything else is refused: a conversion never deletes a user's files."""
+    if path.is_symlink():
+        return
     if path.exists() and not path.is_dir():
         raise ValueError(f"{path} is a file; the shards need a folder")
     if path.is_dir():
@@ -321,21 +349,16 @@ def prepare_folder(path: Path) -> None:
         if others:
             raise ValueError(f"{path} holds files that are not shards ({', '.join(sorted(others)[:3])}); convert "
                              "into a new or empty folder")
-        (path / MANIFEST).unlink(missing_ok=True)
-        for p in path.glob("part-*.shard"):
-            p.unlink()
-        remove_stale_temporaries(path)
-    path.mkdir(parents=True, exist_ok=True)
 
 
 def write_split(path: Path, split: Split, *, shard_rows: int = DEFAULT_SHARD_ROWS,
                 source: Optional[dict] = None) -> ShardFolder:
     """An in-memory split as a shard folder."""
     X, Y = sp.csr_matrix(split.X), sp.csr_matrix(split.Y)
-    writer = ShardWriter(path, X.shape[1], Y.shape[1], shard_rows=shard_rows, source=source)
-    for start in range(0, X.shape[0], shard_rows):
-        stop = min(start + shard_rows, X.shape[0])
-        x, y = X[start:stop], Y[start:stop]
-        writer.add({"x_indptr": x.indptr, "x_indices": x.indices, "x_data": x.data, "y_indptr": y.indptr,
-                    "y_indices": y.indices})
-    return writer.finish()
+    with ShardWriter(path, X.shape[1], Y.shape[1], shard_rows=shard_rows, source=source) as writer:
+        for start in range(0, X.shape[0], shard_rows):
+            stop = min(start + shard_rows, X.shape[0])
+            x, y = X[start:stop], Y[start:stop]
+            writer.add({"x_indptr": x.indptr, "x_indices": x.indices, "x_data": x.data, "y_indptr": y.indptr,
+                        "y_indices": y.indices})
+        return writer.finish()

@@ -5,6 +5,7 @@ and the 17M-word corpus is never expanded into per-sample Python objects."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Union
@@ -16,6 +17,7 @@ from .. import _core
 from ..paths import regular_file
 from .cache import load_cached, store_cached
 from .synthetic import Split
+from .text_bytes import check_byte_text
 from .xc_files import read_bytes
 
 PathLike = Union[str, Path]
@@ -85,9 +87,11 @@ def load_text8(path: PathLike, *, min_count: int = 1, max_vocab: int = 0, window
         if not ok:
             raise ValueError(f"{name} out of range: {value!r}")
     kind = f"text8-{min_count}-{max_vocab}"
-    arrays = load_cached(path, kind, None) if cache else None
+    arrays = load_cached(path, kind, None, lambda a: _cache_damage(a, min_count, max_vocab)) if cache else None
     if arrays is None:
-        d = _core.tokenize_corpus(read_bytes(path), int(min_count), int(max_vocab))
+        text = read_bytes(path)
+        check_byte_text(path, text)
+        d = _core.tokenize_corpus(text, int(min_count), int(max_vocab))
         arrays = {"words": np.array(d["words"], dtype=bytes) if d["words"] else np.zeros(0, "S1"),
                   "counts": np.asarray(d["counts"]), "ids": np.asarray(d["ids"])}
         if cache:
@@ -99,3 +103,32 @@ def load_text8(path: PathLike, *, min_count: int = 1, max_vocab: int = 0, window
         raise ValueError(f"{path}: the corpus has too few words to train on (vocabulary {len(words)}, {len(ids)} words)")
     train_end = max(1, int(round(len(ids) * (1 - test_fraction))))
     return Text8Corpus(words, np.ascontiguousarray(arrays["counts"], np.int64), ids, train_end, window, subsample)
+
+
+_NOT_IN_A_WORD = re.compile(rb"[\x00 \t\n\r]")
+
+
+def _cache_damage(arrays: dict, min_count: int, max_vocab: int) -> Optional[str]:
+    """Why cached text8 arrays cannot be what tokenising gives (None when they can): the engine
+    indexes with the ids and sizes tables by the counts, so a damaged cache must never reach it."""
+    missing = sorted({"words", "counts", "ids"} - set(arrays))
+    if missing:
+        return f"it has no {missing[0]!r} array"
+    words, counts, ids = arrays["words"], arrays["counts"], arrays["ids"]
+    if words.ndim != 1 or words.dtype.kind != "S":
+        return f"words is {words.dtype} of shape {words.shape}, not a list of byte strings"
+    for name, a in (("counts", counts), ("ids", ids)):
+        if a.ndim != 1 or a.dtype.kind not in "iu":
+            return f"{name} is {a.dtype} of shape {a.shape}, not a 1-D integer array"
+    if len(counts) != len(words) or (max_vocab and len(words) > max_vocab):
+        return f"{len(counts):,} counts for {len(words):,} words"
+    if ids.size and (ids.min() < 0 or ids.max() >= len(words)):
+        return f"a word id outside [0, {len(words):,})"
+    if not np.array_equal(np.bincount(ids, minlength=len(words)), counts) or (counts.size and counts.min() < min_count) \
+            or np.any(np.diff(counts) > 0):
+        return "the counts disagree with the corpus they count"
+    listed = words.tolist()
+    if len(set(listed)) != len(listed) or (listed and min(map(len, listed)) == 0) or \
+            _NOT_IN_A_WORD.search(b"".join(listed)):
+        return "a word is empty, repeated or holds whitespace or a NUL byte"
+    return None

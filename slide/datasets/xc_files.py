@@ -8,7 +8,6 @@ Parsed by the C++ engine (hundreds of MB/s), plain or gzip-compressed, with a bi
 
 from __future__ import annotations
 
-import gzip
 import logging
 from pathlib import Path
 from typing import Optional, Union
@@ -20,22 +19,21 @@ from .. import _core
 from ..paths import regular_file
 from .cache import fresh_shards, shard_cache_path
 from .errors import DataFormatError
+from .named_errors import naming
+from .gunzip import gunzip_bounded
 from .synthetic import Split
 
 PathLike = Union[str, Path]
 log = logging.getLogger("slide")
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's content, decompressed when it is gzip (by magic number, not by name)."""
+def read_bytes(path: Path) -> Union[bytes, bytearray]:
+    """The file's content, decompressed when it is gzip (by magic number, not by name; bounded by
+    the memory available)."""
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        except (OSError, EOFError) as e:
-            raise DataFormatError(path, 0, f"broken gzip stream: {e}") from None
+        return gunzip_bounded(path)  # a bytearray: the parsers take any buffer
     return path.read_bytes()
 
 
@@ -70,15 +68,18 @@ def load_xc(path: PathLike, *, cache: bool = True, cache_dir: Optional[PathLike]
     if Path(path).is_dir():
         from .shards import ShardFolder
 
-        return ShardFolder.open(path).load()
+        with naming(path):
+            return ShardFolder.open(path).load()
     path = regular_file(path, "data file")
     cdir = Path(cache_dir) if cache_dir is not None else None
     if cache:
         folder = fresh_shards(path, cdir)
         if folder is not None:
-            return folder.load()
-    d = _parse(read_bytes(path), path)
-    split = _split_from_arrays(d)
+            with naming(folder.path):
+                return folder.load()
+    with naming(path):
+        d = _parse(read_bytes(path), path)
+        split = _split_from_arrays(d)
     if cache:
         _store_shards(path, cdir, split)
     return split

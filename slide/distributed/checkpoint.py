@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from ..atomic_files import atomic_write
+from ..file_schemas import SHARDED_MODEL_MANIFEST, check
+from ..json_files import read_json
+from ..no_follow import refuse_link
 from ..model_file import ModelFileError, load_network, read_arrays, read_header, save_network, write_model
 from .shards import shard_range
 
@@ -41,9 +44,9 @@ def read_manifest(path: Any) -> dict:
     if not at.is_file():
         raise ModelFileError(f"{folder} has no {MANIFEST}: it is not a sharded slide model, or its first save was "
                              "interrupted before it finished")
-    try:
-        m = json.loads(at.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    try:  # json_files: bounded, and a number too long or JSON nested too deep is a message naming the file
+        m = read_json(at, "sharded-model manifest")
+    except (OSError, ValueError) as e:
         raise ModelFileError(f"{at} is not readable JSON: {e}") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ModelFileError(f"{at} is not a slide sharded-model manifest")
@@ -53,7 +56,7 @@ def read_manifest(path: Any) -> dict:
     if not isinstance(ranks, int) or ranks < 1 or not isinstance(shards, list) or len(shards) != ranks \
             or not isinstance(m.get("save"), str) or "/" in m["save"] or m["save"].startswith("."):
         raise ModelFileError(f"{at}: the manifest's ranks, shards or save entry is malformed")
-    return m
+    return check(m, SHARDED_MODEL_MANIFEST, str(at), error=ModelFileError)
 
 
 def _shard_header(net: "Network") -> dict:
@@ -68,11 +71,13 @@ def save_shards(net: "Network", path: Any, *, include_optimizer: bool = True, ex
     problem = None
     if comm.rank == 0:
         try:
+            refuse_link(folder, "run folder")  # its saves, and the removal of old ones, would land elsewhere
             if folder.exists() and not folder.is_dir():
                 raise ValueError(f"{folder} is a file; a model saved under MPI is a folder (one file per rank)")
             previous = read_manifest(folder)["save"] if (folder / MANIFEST).is_file() else None
             number = int(previous.split("-")[-1]) + 1 if previous and previous.split("-")[-1].isdigit() else 1
             save = f"save-{number:06d}"
+            refuse_link(folder / save, "run folder")
             (folder / save).mkdir(parents=True, exist_ok=True)
         except (OSError, ValueError) as e:
             problem, save = f"{type(e).__name__}: {e}", None

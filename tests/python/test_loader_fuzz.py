@@ -304,6 +304,10 @@ def test_text8_loading_gives_samples_or_a_clear_error(tmp_path_factory, data, wi
         assert str(e).startswith(f"{path}:")
         if data.startswith(b"\x1f\x8b"):  # gzip's magic number: read as a (here broken) gzip stream
             assert "broken gzip stream" in str(e)
+        elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: words would carry NULs
+            assert "byte 0: a UTF-" in str(e) and "byte-order mark" in str(e)
+        elif b"\x00" in data:  # text never holds a NUL: the first one is named
+            assert f"byte {data.index(bytes(1))}: a NUL byte" in str(e)
         else:
             assert "too few words" in str(e) and len(reference_tokenize(data, 1, 0)[2]) < 2
         return

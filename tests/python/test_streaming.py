@@ -64,8 +64,8 @@ def test_an_error_in_a_later_piece_names_the_line_of_the_whole_file(tmp_path):
     with pytest.raises(DataFormatError) as e:
         convert_xc(path, tmp_path / "shards", block_bytes=16, shard_rows=4)
     assert e.value.line == 32 and str(e.value).startswith(f"{path}:32: ")
-    with pytest.raises(ShardError, match="no finished conversion"):
-        ShardFolder.open(tmp_path / "shards")  # the shards written before the error are never read
+    # The shards written before the error were built beside the folder and are gone with the build.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]
     with pytest.raises(DataFormatError, match=":32: "):
         list(read_pieces(path, block_bytes=16))
 
@@ -215,13 +215,16 @@ def test_a_conversion_killed_midway_is_never_trusted_and_converting_again_comple
     # Run away from the checkout so that the installed package, not the source folder, is imported.
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert list(out.glob("part-*.shard")) and not (out / MANIFEST).exists()
+    # The shards went into a build beside the folder (folder_swap), which never becomes the folder.
+    builds = list(tmp_path.glob(".shards.build-*"))
+    assert len(builds) == 1 and list(builds[0].glob("part-*.shard")) and not (builds[0] / MANIFEST).exists()
+    assert not out.exists()
     with pytest.raises(ShardError, match="no finished conversion"):
-        ShardFolder.open(out)
-    with pytest.raises(ShardError, match="no finished conversion"):
+        ShardFolder.open(builds[0])
+    with pytest.raises(FileNotFoundError):
         Stream(out)
     _same(convert_xc(path, out, shard_rows=50).load(), load_xc(path, cache=False))
-    assert not list(out.glob(".*.tmp"))
+    assert not list(out.glob(".*.tmp")) and not list(tmp_path.glob(".shards.*"))  # the dead build is gone too
 
 
 def test_the_load_cache_is_a_shard_folder_and_a_stale_one_is_replaced(xc_file):
