@@ -44,7 +44,7 @@ def check_run_config(cfg: Any, where: str) -> dict:
     """A run's config.json, checked: the declared fields, and what a run of its kind needs."""
     cfg = validate(cfg, RUN_CONFIG, where)
     if "skipgram" not in cfg:  # a network run: what `--resume` and `slide evaluate` read
-        for key in ("batch_size", "network", "lsh"):
+        for key in ("batch_size", "network", "lsh", "eval_samples", "checkpoint_every"):
             if cfg.get(key) is None:
                 raise ValueError(f"{where}: field {key}: missing (a network run's config.json always holds it)")
     missing = [k for k in SKIPGRAM if k not in cfg.get("skipgram", SKIPGRAM)]

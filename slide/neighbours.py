@@ -79,14 +79,29 @@ class NeighbourMemory:
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray], n_features: int, n_labels: int) -> "NeighbourMemory":
-        """Rebuild from `to_arrays`'s output, checking that the arrays describe valid matrices."""
-        X = sp.csr_matrix((a["neighbours.points.data"], a["neighbours.points.indices"], a["neighbours.points.indptr"]),
-                          shape=(len(a["neighbours.points.indptr"]) - 1, n_features))
+        """Rebuild from `to_arrays`'s output. The arrays come from a file: their CSR structure is
+        checked here, in full, before scipy's compiled routines (which trust it) ever see them."""
+        indptr, indices = a["neighbours.points.indptr"], a["neighbours.points.indices"]
+        rows = len(indptr) - 1
+        _check_csr("neighbours.points", indptr, indices, rows, n_features)
+        _check_csr("neighbours.labels", a["neighbours.labels.indptr"], a["neighbours.labels.indices"], rows, n_labels)
+        data = a["neighbours.points.data"]
+        if data.shape != indices.shape or not np.all(np.isfinite(data)):
+            raise ValueError(f"neighbours.points.data holds {data.size} values for {indices.size} ids, or a NaN/inf")
+        X = sp.csr_matrix((data, indices, indptr), shape=(rows, n_features))
         li = a["neighbours.labels.indices"]
-        Y = sp.csr_matrix((np.ones(li.size, np.float32), li, a["neighbours.labels.indptr"]), shape=(X.shape[0], n_labels))
-        X.check_format(full_check=True)
-        Y.check_format(full_check=True)
+        Y = sp.csr_matrix((np.ones(li.size, np.float32), li, a["neighbours.labels.indptr"]), shape=(rows, n_labels))
         return cls(X, Y, rows_are_unit=True)  # as saved: normalising again could move the last bit
+
+
+def _check_csr(name: str, indptr: np.ndarray, indices: np.ndarray, rows: int, dim: int) -> None:
+    """ValueError naming `name` unless indptr/indices are a CSR structure of `rows` rows over [0, dim)."""
+    if indptr.ndim != 1 or indices.ndim != 1 or len(indptr) != rows + 1 or rows < 0:
+        raise ValueError(f"{name}: {len(indptr)} row offsets for {rows} rows")
+    if indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name}: the row offsets must rise from 0 to the {len(indices)} ids stored")
+    if len(indices) and (indices.min() < 0 or indices.max() >= dim):
+        raise ValueError(f"{name}: an id lies outside [0, {dim})")
 
 
 LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label ids) -> logits

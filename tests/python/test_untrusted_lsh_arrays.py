@@ -177,3 +177,49 @@ def test_resume_from_a_crafted_checkpoint_exits_2(tmp_path_factory, tmp_path, ca
     r = run("train", "--resume", out, "--epochs", "2", "--quiet")
     assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr and f"{LAYER}{TAMPERINGS[case][1]}" in r.stderr, r.stderr
+
+
+# ----------------------------------------------------------------------------- the neighbours' memory
+# Its CSR arrays go to scipy's compiled routines, which trust them as the engine trusts its tables
+# (the file fuzzer found out-of-bounds reads and heap corruption there under ASan).
+def _memory_offsets_fall(arrays):
+    arrays["neighbours.points.indptr"][3] = arrays["neighbours.points.indptr"][2] - 1
+
+
+def _memory_offsets_overrun(arrays):
+    arrays["neighbours.labels.indptr"][-1] += 10
+
+
+def _memory_rows_disagree(arrays):
+    arrays["neighbours.labels.indptr"] = arrays["neighbours.labels.indptr"][:-1].copy()
+
+
+def _memory_id_out_of_range(arrays):
+    arrays["neighbours.points.indices"][0] = 300
+
+
+def _memory_negative_id(arrays):
+    arrays["neighbours.labels.indices"][0] = -1
+
+
+MEMORY = {"points' offsets fall": _memory_offsets_fall, "labels' offsets overrun": _memory_offsets_overrun,
+          "labels for fewer rows": _memory_rows_disagree, "a feature id out of range": _memory_id_out_of_range,
+          "a negative label id": _memory_negative_id}
+
+
+@pytest.fixture(scope="module")
+def saved_with_memory(saved, tmp_path_factory):
+    _, train = saved
+    net = slide.Network(300, 500, hidden=(8,), lsh=slide.LSHConfig(k=2, l=3), neighbours=5, threads=1, seed=0)
+    net.fit(train.X, train.Y, epochs=1, batch_size=50, progress=False)
+    path = tmp_path_factory.mktemp("memory") / "m.npz"
+    net.save(path)
+    assert "neighbours.points.indptr" in read_arrays(path)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(MEMORY))
+def test_a_hostile_neighbour_memory_is_refused_before_scipy_sees_it(saved_with_memory, tmp_path, case):
+    bad = _tampered(saved_with_memory, tmp_path / "bad.npz", change_arrays=MEMORY[case])
+    with pytest.raises(ModelFileError, match=f"{bad}.*neighbour memory.*neighbours\\.(points|labels)"):
+        slide.Network.load(bad)

@@ -87,6 +87,9 @@ CONFIG_DAMAGE = {
     "no seed": (_drop("seed"), "field seed: missing"),
     "no epochs": (_drop("epochs"), "field epochs: missing"),
     "no network": (_drop("network"), "field network: missing"),
+    # found by benches.fuzz_files: a resume read these with cfg[...] (KeyError)
+    "no eval_samples": (_drop("eval_samples"), "field eval_samples: missing"),
+    "no checkpoint_every": (_drop("checkpoint_every"), "field checkpoint_every: missing"),
     "network a string": (_set("network", "abc"), "field network: expected a table of settings"),
     "seed a string": (_set("seed", "abc"), "field seed"),
     "epochs negative": (_set("epochs", -3), "field epochs"),
