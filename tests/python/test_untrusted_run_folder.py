@@ -18,15 +18,9 @@ from slide.datasets.shards import ShardFolder, write_split
 from slide.datasets.xc_files import load_xc, stream_shards, write_xc
 
 from .test_cli import FAST, run, write_xc_pair
+from .test_cli_reliability import refused
 
 LOCK_NAME = ".lock"  # slide.run_lock.LOCK: spelled out so that today's code fails the tests, not their import
-
-
-def refused(r, *expected):
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr, r.stderr
-    for text in expected:
-        assert text in r.stderr, (text, r.stderr)
 
 
 @pytest.fixture(scope="module")
