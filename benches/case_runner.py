@@ -1,16 +1,17 @@
 """Runs numbered cases in worker processes and tells a crash (the worker died) and a hang (no line
 within the timeout) from an outcome, restarting the worker after the case that killed it. A worker
-prints a JSON line {"start": i} before case i and the case's record (with "case" and "outcome")
-after it. Used by benches.stress and benches.fuzz_files."""
+(serve_cases) prints a JSON line {"start": i} before case i and the case's record (with "case" and
+"outcome") after it. Used by benches.stress and benches.fuzz_files."""
 
 from __future__ import annotations
 
 import json
 import selectors
 import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 
 def run_cases(command: Callable[[int, int], list[str]], cases: int, timeout: float, *, env: dict,
@@ -65,3 +66,16 @@ def _follow(proc: subprocess.Popen, timeout: float, index: int, end: int, record
         if on_record is not None:
             on_record(msg)
         index = msg["case"] + 1
+
+
+def serve_cases(prepare: Callable[[Path, int], Any], run_case: Callable[[int, int, Path, Any], dict]) -> None:
+    """The worker's side: argv is (seed, start, count, scratch folder); `prepare(tmp, seed)` makes
+    what every case shares, then each case's record is printed between its start line and the next."""
+    import numpy as np
+
+    seed, start, count, tmp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+    shared = prepare(tmp, seed)
+    np.seterr(all="ignore")
+    for index in range(start, start + count):
+        print(json.dumps({"start": index}), flush=True)
+        print(json.dumps(run_case(index, seed, tmp, shared)), flush=True)

@@ -236,15 +236,10 @@ def _check_weights_fit_file(path: Path, config: dict, *, sharded: bool) -> None:
                              "refusing to allocate for it (the header is damaged or forged)")
 
 
-def _npy_meta(f, what: str) -> tuple[tuple, bool, np.dtype]:
-    """Shape, Fortran order and dtype of a .npy member, read without touching its data."""
-    return npy_meta(f, what, ModelFileError)
-
-
 def _read_whole(f, info: zipfile.ZipInfo, dtype: np.dtype, what: str) -> np.ndarray:
     """A 1-D member of `dtype` read whole (the neighbour memory, whose size the config does not
     fix), once its shape is checked against the bytes the member stores."""
-    shape, fortran, got = _npy_meta(f, what)
+    shape, fortran, got = npy_meta(f, what, ModelFileError)
     if got != dtype or len(shape) != 1:
         raise ModelFileError(f"{what} has shape {shape} {got}, expected a 1-D {np.dtype(dtype)} array")
     check_data_size(f, info, shape, got, what, ModelFileError)
@@ -255,7 +250,7 @@ def _read_whole(f, info: zipfile.ZipInfo, dtype: np.dtype, what: str) -> np.ndar
 
 
 def _read_header_bytes(f, what: str) -> bytes:
-    shape, fortran, dtype = _npy_meta(f, what)
+    shape, fortran, dtype = npy_meta(f, what, ModelFileError)
     if dtype != np.uint8 or len(shape) != 1 or shape[0] > _MAX_HEADER_BYTES:
         raise ModelFileError(f"{what} is not a JSON header (shape {shape} {dtype})")
     data = f.read(shape[0])
@@ -268,7 +263,7 @@ def _read_into(f, target: np.ndarray, what: str) -> str:
     """Read one .npy member into `target` (possibly a strided view) in bounded chunks, after
     checking its declared shape and dtype, so a lying header cannot make us allocate or overrun;
     returns the data's CRC-32 as the writer computed it."""
-    shape, fortran, dtype = _npy_meta(f, what)
+    shape, fortran, dtype = npy_meta(f, what, ModelFileError)
     if shape != target.shape or dtype != target.dtype or (fortran and target.ndim > 1):
         raise ModelFileError(f"{what} has shape {shape} {dtype}, expected {target.shape} {target.dtype}")
     flat = target.reshape(target.shape[0], -1) if target.ndim > 1 else target.reshape(-1, 1)

@@ -35,7 +35,6 @@ log = logging.getLogger("slide")
 
 _MODE_LSH = LSHConfig()  # a marker: lsh not given, so it comes from the mode
 _D = defaults(NETWORK)    # the constructor's defaults, declared in slide.settings
-_ESTIMATE_BATCH = ESTIMATE_BATCH  # the batch size the workspace estimate allows for (larger: batch_memory)
 _MAX_SEED = 2**64 - 1  # the engine's seed is a uint64
 _DEFAULT_KS = (1, 3, 5)
 
@@ -274,7 +273,7 @@ class Network(word_vectors.WordVectorLookup):
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
         config = self._core_config()
-        self.memory_estimate: dict[str, int] = dict(_core.estimate_memory(config, _ESTIMATE_BATCH))
+        self.memory_estimate: dict[str, int] = dict(_core.estimate_memory(config, ESTIMATE_BATCH))
         what = f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim:,} network with " \
                f"{self.threads} threads"
         if self.comm is not None:  # each rank checks its own share; rank 0 speaks for the job

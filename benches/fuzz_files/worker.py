@@ -5,20 +5,17 @@ record carries the process's peak resident memory so far."""
 
 from __future__ import annotations
 
-import json
 import random
 import resource
 import shutil
-import sys
 import time
 import traceback
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 import slide
 
+from ..case_runner import serve_cases
 from .seeds import make_seeds
 from .targets import KINDS, CliFailure
 
@@ -29,7 +26,7 @@ def pick_kind(rng: random.Random) -> str:
     return rng.choices(sorted(KINDS), weights=[KINDS[k][1] for k in sorted(KINDS)])[0]
 
 
-def run_case(index: int, seed: int, seeds, tmp: Path) -> dict:
+def run_case(index: int, seed: int, tmp: Path, seeds) -> dict:
     rng = random.Random(seed * 1_000_003 + index)
     kind = pick_kind(rng)
     work = tmp / f"case{index}"
@@ -54,12 +51,7 @@ def run_case(index: int, seed: int, seeds, tmp: Path) -> dict:
 
 
 def main() -> None:
-    seed, start, count, tmp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
-    seeds = make_seeds(tmp / "seeds")
-    np.seterr(all="ignore")
-    for index in range(start, start + count):
-        print(json.dumps({"start": index}), flush=True)
-        print(json.dumps(run_case(index, seed, seeds, tmp)), flush=True)
+    serve_cases(lambda tmp, seed: make_seeds(tmp / "seeds"), run_case)
 
 
 if __name__ == "__main__":

@@ -7,22 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import random
 import shutil
-import sys
 import traceback
 import warnings
 from pathlib import Path
-
-import numpy as np
 
 import slide
 from slide import cli
 from slide.datasets import make_train_test
 from slide.datasets.xc_files import write_xc
 
+from ..case_runner import serve_cases
 from .cases import CaseRandom, api_case, cli_argv, random_toml
 
 EXPECTED = (ValueError, OSError, MemoryError, slide.TrainingDiverged)
@@ -104,12 +101,7 @@ def run_case(index: int, seed: int, tmp: Path, files: dict) -> dict:
 
 
 def main() -> None:
-    seed, start, count, tmp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
-    files = prepare(tmp, seed)
-    np.seterr(all="ignore")
-    for index in range(start, start + count):
-        print(json.dumps({"start": index}), flush=True)
-        print(json.dumps(run_case(index, seed, tmp, files)), flush=True)
+    serve_cases(prepare, run_case)
 
 
 if __name__ == "__main__":
