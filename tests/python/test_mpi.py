@@ -38,12 +38,13 @@ def clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
 
 
-def mpirun(n: int, *args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess:
+def mpirun(n: int, *args: str, timeout: float = 300, check: bool = True,
+           cwd: "Path | None" = None) -> subprocess.CompletedProcess:
     cmd = [MPIRUN, "--oversubscribe", "-n", str(n)]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     got = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                         env=clean_env())
+                         env=clean_env(), cwd=cwd)
     if check and got.returncode != 0:
         raise AssertionError(f"mpirun -n {n} failed ({got.returncode}):\n{got.stdout[-3000:]}\n{got.stderr[-3000:]}")
     return got

@@ -323,8 +323,9 @@ def test_the_cli_names_a_gzip_bomb_without_a_traceback(tmp_path):
     code = ("import resource, sys; from slide import memory; "
             "memory.available_bytes = lambda: (16 << 20, 'a test limit'); "
             "from slide.cli import main; sys.exit(main(sys.argv[1:]))")
+    # cwd away from the source tree, whose slide/ has no compiled extension and would shadow the installed one
     run = subprocess.run([sys.executable, "-c", code, "data", "check", str(path)], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, cwd=tmp_path)
     assert run.returncode == 2, run.stderr
     assert "slide: error:" in run.stderr and str(path) in run.stderr and "Traceback" not in run.stderr
     assert "decompress" in run.stderr

@@ -298,7 +298,8 @@ def test_info_on_a_run_folder_mpirun_wrote(tmp_path):
     write_xc_pair(tmp_path, 400, 100, 200, 300, avg_nnz=10)
     mpirun(2, sys.executable, "-m", "slide", "train", "--quiet", "--threads", "1", "--train",
            str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"), "--epochs", "1", "--set",
-           "network.hidden=[16]", "--out", str(tmp_path / "run"))
+           "network.hidden=[16]", "--out", str(tmp_path / "run"),
+           cwd=tmp_path)  # away from the source tree, whose slide/ has no compiled extension
     info = slide("info", tmp_path / "run")
     assert info.returncode == 0, info.stderr
     assert "finished" in info.stdout and "epochs: 1 of 1" in info.stdout and "trained over 2 MPI ranks" in info.stdout
