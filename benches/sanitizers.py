@@ -32,6 +32,8 @@ RESULTS = ROOT / "benches" / "results"
 # The engine, the parsers, model files and the run loop; the default suite minus nothing that
 # touches C++ (pure-Python metric tests add no coverage of the extension but cost little).
 DEFAULT_TESTS = ["tests/python"]
+# Reports from third-party code (Open MPI's launcher), each with its reason; never slide's own.
+SUPPRESSIONS = Path(__file__).resolve().parent / "asan_suppressions.txt"
 
 
 def build() -> Path:
@@ -61,7 +63,7 @@ def sanitizer_env(package: Path, logs: Path) -> dict:
         **os.environ,
         "PYTHONPATH": str(package),
         "LD_PRELOAD": preload,
-        "ASAN_OPTIONS": f"detect_leaks=0:abort_on_error=1:log_path={logs}/asan",
+        "ASAN_OPTIONS": f"detect_leaks=0:abort_on_error=1:log_path={logs}/asan:suppressions={SUPPRESSIONS}",
         "UBSAN_OPTIONS": f"halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path={logs}/ubsan",
         "SLIDE_FUZZ_EXAMPLES": "300",  # hypothesis runs ~3x slower under ASan
         "SLIDE_SANITIZED": "1",  # tests that measure resident memory skip: ASan's allocator decides it

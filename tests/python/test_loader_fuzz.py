@@ -293,6 +293,8 @@ def test_text8_tokenizer_matches_the_reference(data, min_count, max_vocab):
 
 @settings(max_examples=60, deadline=None)
 @given(corpus, st.integers(1, 4))
+@example(b"\x00\x00\xfe\xff", 1)  # the UTF-32 big-endian mark, which begins with NULs
+@example(b"\xff\xfe\x00\x00a", 1)
 def test_text8_loading_gives_samples_or_a_clear_error(tmp_path_factory, data, window):
     from slide.datasets.text8 import load_text8
 
@@ -304,7 +306,7 @@ def test_text8_loading_gives_samples_or_a_clear_error(tmp_path_factory, data, wi
         assert str(e).startswith(f"{path}:")
         if data.startswith(b"\x1f\x8b"):  # gzip's magic number: read as a (here broken) gzip stream
             assert "broken gzip stream" in str(e)
-        elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: words would carry NULs
+        elif data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):  # UTF-16/32 byte-order marks
             assert "byte 0: a UTF-" in str(e) and "byte-order mark" in str(e)
         elif b"\x00" in data:  # text never holds a NUL: the first one is named
             assert f"byte {data.index(bytes(1))}: a NUL byte" in str(e)
