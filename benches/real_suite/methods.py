@@ -1,0 +1,88 @@
+"""The methods the suite runs, each as a user would with its defaults, at the same thread count:
+
+- slide:         `slide train --train F --test F` (no other flag but --threads/--seed/--out/--quiet).
+- slide-network: the same with --neighbours 0, the network alone, as streamed and MPI runs predict.
+- omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
+- napkinxc:      napkinXC's PLT with its defaults.
+- torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true
+                 labels plus 4,096 shared uniform negatives; Adam 1e-3, batch 256, 5 epochs), large sets only.
+
+Each returns top-5 label ids for the test points and its seconds: `train_seconds` is what training
+costs (for slide: training, the evaluations that pick the vote's weight and the best epoch, and
+checkpoints; not loading the files or the final test evaluation), `predict_seconds` ranking the test set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+K = 5
+TORCH_EPOCHS = 5
+
+
+def run_slide(folder: Path, train, test, threads: int, seed: int, work: Path, extra: tuple = ()) -> dict:
+    import slide
+
+    run = work / "run"
+    t0 = time.perf_counter()
+    cli = subprocess.run([sys.executable, "-m", "slide", "train", "--train", str(folder / "train.txt"),
+                          "--test", str(folder / "test.txt"), "--threads", str(threads), "--seed", str(seed),
+                          "--out", str(run), "--quiet", *extra], capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if cli.returncode:
+        raise RuntimeError(f"slide train failed ({cli.returncode}): {cli.stderr[-2000:]}")
+    final = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
+             if '"final"' in line][-1]
+    net = slide.Network.load(run / "model.npz")
+    t1 = time.perf_counter()
+    ids, _ = net.predict(test.X, k=K)
+    predict = time.perf_counter() - t1
+    cost = final["train_seconds"] + final["eval_seconds"] + final["checkpoint_seconds"]
+    return {"ids": ids, "train_seconds": cost, "predict_seconds": predict, "cli_wall_seconds": wall,
+            "time_split": {k: final[k] for k in ("train_seconds", "eval_seconds", "checkpoint_seconds")},
+            "outside_training_share": round(1 - final["train_seconds"] / wall, 4),
+            "network": str(net), "stdout_tail": cli.stdout.strip().splitlines()[-4:]}
+
+
+def run_tree(name: str):
+    def run(folder: Path, train, test, threads: int, seed: int, work: Path) -> dict:
+        from ..tree_baselines import TREES
+
+        model = TREES[name](threads, seed)
+        t0 = time.perf_counter()
+        model.fit(train.X, train.Y)
+        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        ids = model.top_k(test.X, K)
+        return {"ids": ids, "train_seconds": seconds, "predict_seconds": time.perf_counter() - t1,
+                "hyper_param": model.hyper_param}
+    return run
+
+
+def run_torch_sampled(folder: Path, train, test, threads: int, seed: int, work: Path) -> dict:
+    from ..compare.torch_systems import TorchSystem
+
+    system = TorchSystem({"Xtr": train.X, "Ytr": train.Y}, "sampled", threads, batch_size=256, lr=1e-3)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    for _ in range(TORCH_EPOCHS):
+        system.train(rng.permutation(train.X.shape[0]))
+    seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ids = system.top_k(test.X, K)
+    return {"ids": ids, "train_seconds": seconds, "predict_seconds": time.perf_counter() - t1,
+            "hyper_param": f"hidden 128, 4,096 shared uniform negatives, Adam 1e-3, batch 256, {TORCH_EPOCHS} epochs"}
+
+
+METHODS = {
+    "slide": run_slide,
+    "slide-network": lambda *a: run_slide(*a, extra=("--neighbours", "0")),
+    "omikuji": run_tree("omikuji"),
+    "napkinxc": run_tree("napkinxc"),
+    "torch-sampled": run_torch_sampled,
+}
