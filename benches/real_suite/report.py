@@ -28,7 +28,7 @@ def _cell(result: dict, key: str, digits: int) -> str:
 
 def render_table(report: dict) -> str:
     env = report["environment"]
-    lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env.get('simd', '?')} kernels, one run "
+    lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, one run "
              f"(`benches/results/real_suite.json`). Training s: what training costs (slide: training plus "
              f"the evaluations that pick the best epoch and the vote's weight); ratio: against the faster "
              f"tree method.", "",
@@ -59,6 +59,7 @@ def plot(report: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     sets = list(report["sets"])
     cols = 4
@@ -67,16 +68,21 @@ def plot(report: dict, path: Path) -> None:
     for ax, name in zip(axes.flat, sets):
         for method, r in report["sets"][name]["methods"].items():
             if "P@1" in r:
-                ax.scatter(max(r["train_seconds"], 0.01), r["P@1"], label=METHOD_NAMES.get(method, method), s=30)
+                ax.scatter(max(r["train_seconds"], 0.01), r["P@1"], label=METHOD_NAMES.get(method, method), s=30,
+                           color=f"C{list(METHOD_NAMES).index(method) if method in METHOD_NAMES else 9}")
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(f"{name} ({report['sets'][name]['labels']:,} labels)", fontsize=9)
         ax.set_xlabel("training seconds", fontsize=8)
         ax.set_ylabel("P@1", fontsize=8)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(sets):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", fontsize=8)
+    legend = {}
+    for ax in axes.flat:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels())))
+    fig.legend(list(legend.values()), list(legend), loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 

@@ -1,0 +1,144 @@
+"""The real-data suite's builders (benches/real_suite) on small inputs the tests write: Debian
+metadata parsing, the splits, tf-idf from the training side only, Mulan blobs checked against their
+sha256; and the README's real-suite table is exactly what the committed result file renders.
+The real data itself is never needed here."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.append(str(ROOT))
+
+from benches.real_suite import debian, mulan, report  # noqa: E402
+from benches.real_suite.files import read_record, sha256, write_set  # noqa: E402
+
+PACKAGES = """Package: alpha
+Source: alpha-src (1.0)
+Depends: libc6 (>= 2.34), python3:any | python3-alt, libfoo1 [amd64]
+Pre-Depends: dpkg (>= 1.15)
+Description: alpha tool
+Description-md5: aaa
+Tag: role::program,
+ use::editing
+
+Package: beta
+Depends: alpha
+Description: beta library
+Description-md5: bbb
+
+Package: gamma
+Description: gamma data
+Description-md5: ccc
+"""
+TRANSLATIONS = """Package: alpha
+Description-md5: aaa
+Description-en: alpha tool
+ edits text files quickly
+
+Package: beta
+Description-md5: zzz
+Description-en: a stale translation that must not be used
+"""
+
+
+def test_stanzas_join_continuation_lines():
+    (alpha, *_) = list(debian._stanzas(PACKAGES))
+    assert alpha["Tag"] == "role::program,\n use::editing"
+    assert alpha["Source"] == "alpha-src (1.0)"
+
+
+def test_dependencies_take_names_without_versions_architectures_or_later_alternatives():
+    (alpha, *_) = list(debian._stanzas(PACKAGES))
+    assert debian._dependencies(alpha) == {"libc6", "python3", "libfoo1", "dpkg"}
+
+
+def test_packages_labels_and_reverse_dependencies(tmp_path, monkeypatch):
+    texts = {"p_Packages": PACKAGES, "t_Translation-en": TRANSLATIONS}
+    monkeypatch.setattr(debian, "_index_text", lambda path: texts[Path(path).name])
+    packages = debian.read_packages([str(tmp_path / "t_Translation-en"), str(tmp_path / "p_Packages")])
+    assert packages["alpha"]["text"].startswith("alpha tool\n edits text")  # the long description, md5 matched
+    assert packages["beta"]["text"] == "beta library"                        # stale translation ignored
+    assert packages["alpha"]["source"] == "alpha-src" and packages["gamma"]["source"] == "gamma"
+    assert packages["alpha"]["tags"] == ["role::program", "use::editing"]
+    sets = debian.label_sets(packages)
+    assert dict(sets["debian-deps"]) == {"alpha": ["dpkg", "libc6", "libfoo1", "python3"], "beta": ["alpha"]}
+    assert dict(sets["debian-rdeps"]) == {"alpha": ["beta"]}                 # who depends on alpha
+    assert dict(sets["debian-tags"]) == {"alpha": ["role::program", "use::editing"]}
+
+
+def _packages(n: int, sources: int) -> dict:
+    rng = np.random.default_rng(1)
+    return {f"p{i}": {"text": f"word{i % 7} common shared", "source": f"s{rng.integers(sources)}",
+                      "depends": [f"l{i % 5}", f"l{(i + 1) % 5}"], "tags": []} for i in range(n)}
+
+
+def test_the_by_source_split_never_puts_one_source_on_both_sides():
+    packages = _packages(2000, 300)
+    points = [(p, packages[p]["depends"]) for p in packages]
+    test = debian.split_rows("debian-deps-by-source", points, packages)
+    sources = np.array([packages[p]["source"] for p, _ in points])
+    assert not set(sources[test]) & set(sources[~test])
+    assert 0.1 < test.mean() < 0.3
+    random_test = debian.split_rows("debian-deps", points, packages)
+    assert set(sources[random_test]) & set(sources[~random_test])  # the random split mixes them
+
+
+def test_build_set_learns_the_vocabulary_from_training_rows_only():
+    packages = _packages(400, 50)
+    points = [(p, packages[p]["depends"]) for p in packages]
+    test = debian.split_rows("debian-deps", points, packages)
+    only_in_test = next(p for (p, _), t in zip(points, test) if t)
+    packages[only_in_test]["text"] = "unseenword unseenword common"
+    (X_train, Y_train), (X_test, Y_test), labels = debian.build_set("debian-deps", points, packages)
+    assert labels == ["l0", "l1", "l2", "l3", "l4"]
+    assert X_train.shape[1] == X_test.shape[1] == 9   # word0..word6, common, shared; never "unseenword"
+    assert np.allclose(np.sqrt(X_train.multiply(X_train).sum(1)), 1.0, atol=1e-5)
+    assert Y_train.shape[0] + Y_test.shape[0] == len(points)
+    first_train = next(i for i, t in enumerate(test) if not t)
+    assert [labels[j] for j in Y_train[0].indices] == points[first_train][1]
+
+
+def test_a_built_set_records_the_sha256_of_its_files(tmp_path):
+    packages = _packages(100, 10)
+    points = [(p, packages[p]["depends"]) for p in packages]
+    train, test, _ = debian.build_set("debian-deps", points, packages)
+    record = write_set(tmp_path, "demo", train, test, {"what": "test"})
+    assert record == read_record(tmp_path, "demo")
+    assert record["sha256"]["train"] == sha256(tmp_path / "demo" / "train.txt")
+    from slide.datasets import load_xc
+
+    assert load_xc(tmp_path / "demo" / "test.txt", cache=False).Y.shape == (record["test_points"], 5)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_mulan_blob_is_used_only_with_its_expected_sha256(tmp_path, monkeypatch):
+    repo = tmp_path / "mulan"
+    (repo / "data" / "multi-label" / "tiny").mkdir(parents=True)
+    (repo / "data" / "multi-label" / "tiny" / "tiny.xml").write_text("<labels/>\n")
+    _git(repo.parent, "init", "-q", str(repo))
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tiny")
+    monkeypatch.setattr(mulan, "MULAN_COMMIT", _git(repo, "rev-parse", "HEAD"))
+    import hashlib
+
+    good = hashlib.sha256(b"<labels/>\n").hexdigest()
+    assert mulan.git_blob(repo / ".git", "data/multi-label/tiny/tiny.xml", good) == b"<labels/>\n"
+    with pytest.raises(ValueError, match="tiny.xml has sha256"):
+        mulan.git_blob(repo / ".git", "data/multi-label/tiny/tiny.xml", "0" * 64)
+    with pytest.raises(FileNotFoundError, match="tsoumakas/mulan"):
+        mulan.git_blob(repo / ".git", "data/multi-label/tiny/missing.arff", good)
+
+
+def test_the_readme_table_is_what_the_result_file_renders():
+    result = json.loads(report.RESULT.read_text())
+    readme = report.README.read_text()
+    block = readme[readme.index(report.BEGIN) + len(report.BEGIN):readme.index(report.END)]
+    assert block.strip() == report.render_table(result).strip(), "run python -m benches.real_suite.report"
