@@ -101,7 +101,7 @@ RUN = _table(
             flag="--eval-samples", default=2000),
     Setting("final_eval_samples", "int", "test points in the final evaluation (default: all)", 1),
     Setting("eval_budget", "float", "test evaluations during training (periodic, epoch ends) run only while they "
-            "have taken at most this share of the training time (or 10 s); the final one always runs", 0,
+            "have taken at most this share of the training time; the final one always runs", 0,
             flag="--eval-budget", default=0.05),
     Setting("checkpoint_every", "float", "seconds between checkpoints, written at the first epoch end after the "
             "interval and at the end of the run (0: after every piece of training)", 0,
