@@ -96,12 +96,6 @@ def streamed_source(net: Network, stream: "DataStream", batch_size: int) -> Trai
     return TrainingSource(segments, stream.samples_per_epoch)
 
 
-# Seconds of evaluation a run may always spend, however short its training. Zero: the budget is a
-# share of the training time at every size, so a run of a few seconds is not mostly evaluation
-# (the real suite's Bibtex run spent 9 of its 15 s evaluating under a 10 s floor); the first
-# evaluation always fits (nothing is spent yet) and the final one always runs.
-EVAL_BUDGET_FLOOR = 0.0
-
 
 @dataclass
 class RunSettings:
@@ -319,8 +313,10 @@ def _run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Ru
     if validation is not None:
         tracker = BestTracker(**{**(pos.best or {}), "monitor": s.monitor, "patience": s.early_stopping})
 
+    # A share of the training time at every size, so a run of seconds is not mostly evaluation; the
+    # first evaluation always fits (nothing is spent yet) and the final one always runs.
     def within_budget() -> bool:
-        return s.eval_budget is None or pos.eval_seconds <= max(s.eval_budget * pos.wall_seconds, EVAL_BUDGET_FLOOR)
+        return s.eval_budget is None or pos.eval_seconds <= s.eval_budget * pos.wall_seconds
 
     def evaluate(kind: str, split: Split, extra: Optional[dict] = None, seconds: float = 0.0) -> dict:
         t0 = time.perf_counter()

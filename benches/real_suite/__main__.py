@@ -23,6 +23,7 @@ from pathlib import Path
 from ..environment import describe
 from .catalogue import MANY_LABELS, SETS, build
 from .files import DEFAULT_DATA_DIR, read_record, set_dir
+from . import methods
 from .methods import METHODS
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "real_suite.json"
@@ -64,7 +65,7 @@ def main() -> int:
     if args.build_only:
         return 0
     report = {"benchmark": "real_suite", "environment": describe(args.threads), "seed": args.seed,
-              "methods_doc": sys.modules[METHODS["slide"].__module__].__doc__, "sets": {}}
+              "methods_doc": methods.__doc__, "sets": {}}
     t0 = time.time()
     for name in args.sets:
         record = read_record(args.data_dir, name)

@@ -13,7 +13,6 @@ checkpoints; not loading the files or the final test evaluation), `predict_secon
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ TORCH_EPOCHS = 5
 
 def run_slide(folder: Path, train, test, threads: int, seed: int, work: Path, extra: tuple = ()) -> dict:
     import slide
+    from slide.runs import read_metrics
 
     run = work / "run"
     t0 = time.perf_counter()
@@ -36,8 +36,7 @@ def run_slide(folder: Path, train, test, threads: int, seed: int, work: Path, ex
     wall = time.perf_counter() - t0
     if cli.returncode:
         raise RuntimeError(f"slide train failed ({cli.returncode}): {cli.stderr[-2000:]}")
-    final = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()
-             if '"final"' in line][-1]
+    final = [r for r in read_metrics(run) if r["kind"] == "final"][-1]
     net = slide.Network.load(run / "model.npz")
     t1 = time.perf_counter()
     ids, _ = net.predict(test.X, k=K)

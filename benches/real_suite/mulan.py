@@ -26,15 +26,15 @@ def git_blob(git_dir: Path, path: str, expected_sha256: str) -> bytes:
     return got.stdout
 
 
-def build_mulan(git_dir: Path, folder: str, train: str, test: str, xml: str, sha: dict) -> tuple:
-    """(train, test) as (X, Y) pairs from Mulan's ARFF files and label XML."""
+def build_mulan(git_dir: Path, train: str, test: str, xml: str, sha: dict) -> tuple:
+    """(train, test) as (X, Y) pairs from Mulan's ARFF files and label XML (paths under
+    data/multi-label/, each checked against sha[path])."""
     from slide.datasets import load_arff
 
-    base = f"data/multi-label/{folder}"
     with tempfile.TemporaryDirectory() as tmp:
-        paths = {}
-        for name in (train, test, xml):
-            paths[name] = Path(tmp) / name
-            paths[name].write_bytes(git_blob(git_dir, f"{base}/{name}", sha[name]))
-        parts = [load_arff(paths[name], xml=paths[xml]) for name in (train, test)]
+        local = {}
+        for path in (train, test, xml):
+            local[path] = Path(tmp) / Path(path).name
+            local[path].write_bytes(git_blob(git_dir, f"data/multi-label/{path}", sha[path]))
+        parts = [load_arff(local[path], xml=local[xml]) for path in (train, test)]
     return tuple((part.X, part.Y) for part in parts)

@@ -3,6 +3,7 @@ metadata parsing, the splits, tf-idf from the training side only, Mulan blobs ch
 sha256; and the README's real-suite table is exactly what the committed result file renders.
 The real data itself is never needed here."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -127,8 +128,6 @@ def test_a_mulan_blob_is_used_only_with_its_expected_sha256(tmp_path, monkeypatc
     _git(repo, "add", ".")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "tiny")
     monkeypatch.setattr(mulan, "MULAN_COMMIT", _git(repo, "rev-parse", "HEAD"))
-    import hashlib
-
     good = hashlib.sha256(b"<labels/>\n").hexdigest()
     assert mulan.git_blob(repo / ".git", "data/multi-label/tiny/tiny.xml", good) == b"<labels/>\n"
     with pytest.raises(ValueError, match="tiny.xml has sha256"):

@@ -45,8 +45,7 @@ def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_pat
         np.testing.assert_array_equal(resumed.weights()[name], w, err_msg=name)
 
 
-def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "EVAL_BUDGET_FLOOR", 0.0)
+def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_path):
     net, train, test, settings = _setup()
     settings.eval_budget, settings.epochs = 0.0, 3
     final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
