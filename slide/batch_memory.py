@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _core, memory
+from . import memory
+from ._core import estimate_memory
 
 ESTIMATE_BATCH = 1024  # the batch size a network's own estimate allows for (fit's default is 128)
 
@@ -23,7 +24,7 @@ def check_batch_fits(net: Any, batch_size: int, rows: int) -> None:
         return
     config = net._core_config()
     # The workspace alone: the network's arrays are allocated already, so free memory counts them.
-    one, full = _core.estimate_memory(config, 1), _core.estimate_memory(config, step)
+    one, full = estimate_memory(config, 1), estimate_memory(config, step)
     need = {k: max(0, int(full[k]) - int(one[k])) for k in ("parameters", "lsh", "scratch", "total")}
     what = f"training in batches of {batch_size:,}" + (f" ({step:,} rows at once here)" if step < batch_size else "")
     memory.check_fits(need, what + ", the output layer's workspace for a step,",

@@ -9,15 +9,13 @@ checkpoint: a checkpoint never names a best epoch whose parameters are not on di
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from .early_stopping import restore, snapshot
-from .model_file import save_network
+from .model_file import load_network, save_network
 
-if TYPE_CHECKING:
-    from .network import Network
 
 BEST = "best.npz"
 
@@ -30,12 +28,12 @@ class BestEpoch:
         self._parameters: Optional[dict[str, np.ndarray]] = None
         self._unwritten = False
 
-    def keep(self, net: "Network") -> None:
+    def keep(self, net: Any) -> None:
         """Remember `net`'s parameters as the best so far (a copy: training goes on changing them)."""
         self._parameters = snapshot(net)
         self._unwritten = True
 
-    def write(self, net: "Network", run_dir: Path) -> None:
+    def write(self, net: Any, run_dir: Path) -> None:
         """Write the kept parameters to best.npz if they are newer than the file: a model file of
         `net`'s configuration whose tables are rebuilt from those parameters when it is loaded."""
         if self._unwritten:
@@ -45,11 +43,9 @@ class BestEpoch:
     def exists(self, run_dir: Path) -> bool:
         return self._parameters is not None or (run_dir / BEST).exists()
 
-    def restore_into(self, net: "Network", run_dir: Path) -> None:
+    def restore_into(self, net: Any, run_dir: Path) -> None:
         """Put the best parameters into `net` (its LSH tables and BF16 copies follow); after a
         resume they are read from best.npz."""
         if self._parameters is None:
-            from .network import Network
-
-            self._parameters = snapshot(Network.load(run_dir / BEST, threads=net.threads))
+            self._parameters = snapshot(load_network(type(net), run_dir / BEST, threads=net.threads))
         restore(net, self._parameters)

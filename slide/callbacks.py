@@ -4,10 +4,8 @@ or pass any object that has the hooks you need."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import Any, Iterable, Optional
 
-if TYPE_CHECKING:
-    from .network import History, Network
 
 HOOKS = ("on_train_begin", "on_batch_end", "on_epoch_end", "on_train_end")
 
@@ -25,16 +23,16 @@ class Callback:
       `partial_fit`).
     """
 
-    def on_train_begin(self, net: "Network") -> None:
+    def on_train_begin(self, net: Any) -> None:
         pass
 
-    def on_batch_end(self, net: "Network", step: int, logs: dict[str, Any]) -> None:
+    def on_batch_end(self, net: Any, step: int, logs: dict[str, Any]) -> None:
         pass
 
-    def on_epoch_end(self, net: "Network", epoch: int, logs: dict[str, Any]) -> Optional[bool]:
+    def on_epoch_end(self, net: Any, epoch: int, logs: dict[str, Any]) -> Optional[bool]:
         return None
 
-    def on_train_end(self, net: "Network", history: Optional["History"]) -> None:
+    def on_train_end(self, net: Any, history: Any) -> None:
         pass
 
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from . import _core
+from ._core import BucketPolicy, HashKind, LshConfig
 from .settings import LSH, defaults
 
 HashFamilyName = Literal["dwta", "wta", "simhash", "minhash"]
@@ -85,13 +85,13 @@ class LSHConfig:
         # What depends on the layer (bin_size against its input width, k x code bits) is checked in
         # C++ (lsh_config.cpp) and surfaces as ValueError.
 
-    def to_core(self) -> _core.LshConfig:
-        c = _core.LshConfig()
+    def to_core(self) -> LshConfig:
+        c = LshConfig()
         for name, value in asdict(self).items():
             if name == "family":
-                c.family = getattr(_core.HashKind, value)
+                c.family = getattr(HashKind, value)
             elif name == "bucket_policy":
-                c.policy = getattr(_core.BucketPolicy, value)
+                c.policy = getattr(BucketPolicy, value)
             else:
                 setattr(c, name, value)
         return c

@@ -5,14 +5,12 @@ stopped improving, and a copy of the parameters to go back to. Used by `Network.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .optimizers import is_optimizer_state
 
-if TYPE_CHECKING:
-    from .network import Network
 
 
 def held_out_rows(n: int, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,19 +65,19 @@ class BestTracker:
         return asdict(self)
 
 
-def parameter_names(net: "Network") -> list[str]:
+def parameter_names(net: Any) -> list[str]:
     """The arrays that make the model (weights and biases), not optimizer state, gradients or tables."""
     return [name for name in net.weights()
             if not name.endswith("_grad") and not is_optimizer_state(name) and ".lsh." not in name]
 
 
-def snapshot(net: "Network") -> dict[str, np.ndarray]:
+def snapshot(net: Any) -> dict[str, np.ndarray]:
     """A copy of the model's parameters (about a third of what the network holds with Adam)."""
     state = net.weights()
     return {name: np.array(state[name], copy=True) for name in parameter_names(net)}
 
 
-def restore(net: "Network", saved: dict[str, np.ndarray]) -> None:
+def restore(net: Any, saved: dict[str, np.ndarray]) -> None:
     """Put saved parameters back; the BF16 copies and the LSH tables follow the restored weights."""
     state = net.weights()
     for name, values in saved.items():

@@ -97,7 +97,8 @@ POSITION = Record(
     optional={"wall_seconds": _SECONDS, "since_eval": _COUNT, "loss_since_eval": Number(),
               "labelled_since_eval": _COUNT,
               "metrics_bytes": Nullable(_COUNT), "best": Nullable(_BEST_TRACKER), "stopped_early": Bool(),
-              "eval_seconds": _SECONDS, "evaluations": _COUNT, "checkpoint_seconds": _SECONDS, "checkpoints": _COUNT},
+              "eval_seconds": _SECONDS, "evaluations": _COUNT, "checkpoint_seconds": _SECONDS, "checkpoints": _COUNT,
+              "steps": Nullable(_COUNT)},
     what="a training position (epoch, segment, row, samples, ...)")
 
 

@@ -11,7 +11,7 @@ import struct
 import zipfile
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -31,8 +31,6 @@ _MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.po
 # Arrays whose size the configuration does not fix: read whole, by their type.
 _WHOLE_ARRAYS = {**_MEMORY_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
 
-if TYPE_CHECKING:
-    from .network import Network
 
 FORMAT = "slide-model"
 FORMAT_VERSION = 2  # 2 added per-array checksums
@@ -56,7 +54,7 @@ def _skip(name: str, include_optimizer: bool) -> bool:
     return not include_optimizer and is_optimizer_state(name)
 
 
-def save_network(net: "Network", path: PathLike, *, include_optimizer: bool = True,
+def save_network(net: Any, path: PathLike, *, include_optimizer: bool = True,
                  extra: Optional[dict] = None, parameters: Optional[dict[str, np.ndarray]] = None) -> None:
     """Write `net` (and `extra`, JSON-serialisable, e.g. a training loop's position) to one file.
     `parameters` (weights and biases by name, as early_stopping.snapshot gives) replace the
@@ -147,7 +145,7 @@ def read_header(path: PathLike) -> dict:
 
 
 def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=None,
-                 header: Optional[dict] = None) -> "Network":
+                 header: Optional[dict] = None) -> Any:
     """The network in `path`; with `comm`, a rank's shard of a sharded model (slide.distributed)."""
     path = Path(path)
     header = header or read_header(path)
@@ -160,7 +158,24 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
     except (TypeError, KeyError, AttributeError, ValueError) as e:  # a value Network refuses, named by it
         raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()
-    checksums = header["checksums"]
+    whole, names = _read_arrays_into(path, state, header["checksums"])
+    # A re-sharded file leaves its LSH tables out: they are built again for the new blocks of rows.
+    missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names
+               and not (header.get("rebuild_tables") is True and ".lsh." in n)]
+    if missing:
+        raise ModelFileError(f"{path} lacks arrays {missing[:5]}")
+    _attach_memory_and_vocabulary(net, path, whole)
+    net._core.sync_low_precision()  # BF16 weight copies follow the loaded fp32 weights
+    _restore_counters(net, path, header["counters"])
+    if header.get("rebuild_tables") is True:  # saved with parameters its tables were not built from
+        net._core.rebuild_tables()  # after the counters: as restoring them in place would, a new generation
+    return net
+
+
+def _read_arrays_into(path: Path, state: dict[str, np.ndarray], checksums: dict
+                      ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Read every array of the file into the network's own (`state`), each checked against its
+    checksum; returns the arrays that are not the network's (memory, vocabulary) and every name read."""
     whole: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
@@ -171,24 +186,22 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
                     with zf.open(name + ".npy") as f:
                         whole[name] = _read_whole(f, zf.getinfo(name + ".npy"), _WHOLE_ARRAYS[name],
                                                   f"{path}: array {name!r}")
-                    if checksums.get(name) != _crc32(whole[name]):
-                        raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
-                    continue
-                if name not in state:
+                    crc = _crc32(whole[name])
+                elif name not in state:
                     raise ModelFileError(f"{path}: array {name!r} does not belong to this model's configuration")
-                with zf.open(name + ".npy") as f:
-                    crc = _read_into(f, state[name], f"{path}: array {name!r}")
+                else:
+                    with zf.open(name + ".npy") as f:
+                        crc = _read_into(f, state[name], f"{path}: array {name!r}")
                 if checksums.get(name) != crc:
                     raise ModelFileError(f"{path}: array {name!r} fails its checksum; the file is corrupted")
     except ModelFileError:
         raise
     except _DAMAGED_ZIP as e:
         raise ModelFileError(f"{path} is truncated or corrupted: {type(e).__name__}: {e}") from None
-    # A re-sharded file leaves its LSH tables out: they are built again for the new blocks of rows.
-    missing = [n for n in state if not _skip(n, header["include_optimizer"]) and n not in names
-               and not (header.get("rebuild_tables") is True and ".lsh." in n)]
-    if missing:
-        raise ModelFileError(f"{path} lacks arrays {missing[:5]}")
+    return whole, names
+
+
+def _attach_memory_and_vocabulary(net: Any, path: Path, whole: dict[str, np.ndarray]) -> None:
     memory = {k: v for k, v in whole.items() if k in _MEMORY_ARRAYS}
     vocabulary = whole.get(VOCABULARY_ARRAY)
     if memory:
@@ -203,8 +216,10 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
             net.vocabulary = vocabulary_from_array(vocabulary, net.input_dim)
         except ValueError as e:
             raise ModelFileError(f"{path}: the vocabulary is malformed: {e}") from None
-    net._core.sync_low_precision()  # BF16 weight copies follow the loaded fp32 weights
-    counters = dict(header["counters"])
+
+
+def _restore_counters(net: Any, path: Path, saved_counters: dict) -> None:
+    counters = dict(saved_counters)
     try:
         saved, fresh = list(counters["rng"]), net._core.counters()["rng"]
         # A different thread count keeps the saved generators it can and seeds the rest afresh.
@@ -214,9 +229,6 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
         raise ModelFileError(f"{path}: {e}; the file is corrupted or was not written by slide") from None
     except (TypeError, KeyError, RuntimeError) as e:
         raise ModelFileError(f"{path}: the header's training counters are malformed: {e}") from None
-    if header.get("rebuild_tables") is True:  # saved with parameters its tables were not built from
-        net._core.rebuild_tables()  # after the counters: as restoring them in place would, a new generation
-    return net
 
 
 def _check_weights_fit_file(path: Path, config: dict, *, sharded: bool) -> None:
@@ -282,7 +294,7 @@ def _read_into(f, target: np.ndarray, what: str) -> str:
     return f"{crc:08x}"
 
 
-def network_to_bytes(net: "Network") -> bytes:
+def network_to_bytes(net: Any) -> bytes:
     """The model file's bytes (optimizer state included): what pickling a Network stores, so a
     pickle holds the same checked, code-free format as a saved model."""
     import tempfile
@@ -293,7 +305,7 @@ def network_to_bytes(net: "Network") -> bytes:
         return path.read_bytes()
 
 
-def network_from_bytes(cls, data: bytes) -> "Network":
+def network_from_bytes(cls, data: bytes) -> Any:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,7 @@ class TrainingMode:
         return LSHConfig(**{**self.lsh, **overrides})
 
 
-# batch: measured fastest and most accurate on Amazon-670K-shaped data (README, Benchmarks): 1,024
+# batch: measured fastest and most accurate on Amazon-670K-shaped data (docs/benchmarks/baselines.md): 1,024
 # LSH candidates cover the batch's hard negatives, 6,000 neurons in all make the GEMMs efficient,
 # and rehashing every 25,600 samples keeps table upkeep off the critical path.
 MODES: dict[str, TrainingMode] = {

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from . import _core
+from ._core import neighbour_votes
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
@@ -58,7 +58,7 @@ class NeighbourMemory:
         if k == 0 or Q.shape[0] == 0:
             return sp.csr_matrix((Q.shape[0], self.labels.shape[1]), dtype=np.float32)
         f, lab = self._by_feature, self.labels
-        indptr, labels, votes = _core.neighbour_votes(
+        indptr, labels, votes = neighbour_votes(
             Q.indptr.astype(np.int64, copy=False), Q.indices.astype(np.int32, copy=False),
             Q.data.astype(np.float32, copy=False), f.indptr.astype(np.int64, copy=False),
             f.indices.astype(np.int32, copy=False), f.data, lab.indptr.astype(np.int64, copy=False),

@@ -4,7 +4,7 @@ state each keeps beside the weights (and how model files name it) comes from the
 
 from __future__ import annotations
 
-from . import _core
+from ._core import OptimizerKind, optimizer_state_names
 from .settings import NETWORK
 
 OPTIMIZERS: tuple[str, ...] = NETWORK["optimizer"].choices
@@ -12,7 +12,7 @@ OPTIMIZERS: tuple[str, ...] = NETWORK["optimizer"].choices
 
 def state_names(optimizer: str) -> list[str]:
     """The arrays `optimizer` keeps beside each weight array, e.g. ["adam_m", "adam_v"]."""
-    return list(_core.optimizer_state_names(getattr(_core.OptimizerKind, optimizer)))
+    return list(optimizer_state_names(getattr(OptimizerKind, optimizer)))
 
 
 _ALL_STATE = frozenset(n for o in OPTIMIZERS for n in state_names(o))

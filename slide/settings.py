@@ -1,6 +1,6 @@
 """Every setting, declared once: name, type, default, range, meaning. `slide.LSHConfig` and
 `slide.Network` take their defaults from here, the run.toml reader, the command-line flags
-(`--set lsh.k=4`) and the run loop check values against it, and the README's settings tables are
+(`--set lsh.k=4`) and the run loop check values against it, and the documentation's settings tables (docs/settings.md) are
 rendered from it (`python -m slide.settings`). Tests hold the C++ structs' defaults and the
 constructors' signatures to it, so a default is written in one place only.
 """
@@ -153,7 +153,7 @@ NETWORK = _table(
 
 # Keys of run.toml's [lsh] table: slide.LSHConfig's fields (the C++ LshConfig's defaults). The
 # defaults are the SLIDE paper's Amazon-670K output layer plus two measured departures
-# (batch_negatives, rehash_min_updates; README, LSH configuration).
+# (batch_negatives, rehash_min_updates; docs/training-modes.md, LSH configuration).
 LSH = _table(
     Setting("family", "str", "dwta (densified winner-take-all), wta, simhash (sparse random projections) or "
             "minhash (densified one-permutation minhash of the top coordinates)",
@@ -237,7 +237,7 @@ def _range_text(s: Setting) -> str:
 
 
 def markdown_table(table: dict[str, Setting], section: str = "") -> str:
-    """The README's table of `table`: key, default, allowed values, meaning."""
+    """The documentation's table of `table`: key, default, allowed values, meaning."""
     rows = ["| setting | default | allowed | meaning |", "|---|---|---|---|"]
     for s in table.values():
         key = f"{section}.{s.name}" if section else s.name
@@ -290,6 +290,6 @@ def toml_limit(e: BaseException) -> str:
     return f"not a valid value ({e})"
 
 
-if __name__ == "__main__":  # the README's settings tables
+if __name__ == "__main__":  # the settings tables of docs/settings.md
     for section, table in (("", RUN), *SECTIONS.items()):
         print(f"\n[{section or 'run'}]\n\n{markdown_table(table, section)}")

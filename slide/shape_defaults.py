@@ -1,6 +1,6 @@
 """Settings chosen from a problem's shape, for data slide has no preset for (`slide train --train
 FILE --test FILE`). Measured on the real Bibtex (159 labels) and Delicious (983 labels) XC splits,
-2 threads, exact P@1 on the test split (README, Accuracy):
+2 threads, exact P@1 on the test split (docs/benchmarks/index.md):
 
 - Below DENSE_OUTPUT_MAX labels the full softmax is cheap and LSH only loses accuracy (Delicious,
   hidden 512: P@1 0.566 sampled against 0.654 dense), so the output layer is dense.
@@ -9,7 +9,7 @@ FILE --test FILE`). Measured on the real Bibtex (159 labels) and Delicious (983 
   without the decline (Bibtex 0.635, Delicious 0.667; SLIDE's 128-unit setting: 0.587 and 0.655).
 
 Above DENSE_OUTPUT_MAX the output layer is LSH-sampled in the batch-shared mode, measured on
-Amazon-670K-shaped catalogue data (100k training points, 670,091 labels; README, Amazon-670K-shaped
+Amazon-670K-shaped catalogue data (100k training points, 670,091 labels; docs/benchmarks/catalogue.md, Amazon-670K-shaped
 data as hard as the real thing): hidden 128 at Adam's 1e-3 for 20 epochs reaches P@1 0.219 in
 300 s, where SLIDE's per-sample mode reaches 0.18 and its one-epoch preset 0.004. Faster learners
 (hidden 256 at 1e-2 or 3e-3) peak early (0.17, 0.15) and then memorise the training set, whose tail

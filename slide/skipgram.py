@@ -5,7 +5,7 @@ run, frequent words subsampled, HOGWILD threads).
 
 For text8-style data this is what slide trains by default (`slide train --dataset text8`): the
 softmax over the vocabulary that SLIDE's formulation trains, LSH-sampled or not, costs hundreds of
-rows per sample where a pair here costs six, and gives worse vectors (README, Text8).
+rows per sample where a pair here costs six, and gives worse vectors (docs/benchmarks/word-vectors.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core, memory
+from . import memory
+from ._core import SkipGram as SkipGramEngine
 from .atomic_files import atomic_write
 from .datasets.text8 import Text8Corpus
 from .paths import regular_file
@@ -62,7 +63,7 @@ class SkipGram(WordVectorLookup):
                  negatives: int = _S["negatives"], subsample: float = _T["subsample"],
                  learning_rate: float = _S["learning_rate"], min_learning_rate: float = _S["min_learning_rate"],
                  threads: Optional[int] = None, seed: int = 0) -> None:
-        from .network import default_threads
+        from .model.arguments import default_threads
 
         counts = np.asarray(counts)
         if counts.ndim != 1 or counts.dtype.kind not in "iu" or (counts < 0).any():
@@ -90,7 +91,7 @@ class SkipGram(WordVectorLookup):
         memory.check_fits(memory.skipgram_estimate(len(words), self.dim, self.threads),
                           f"a skip-gram model of {len(words):,} words x {self.dim:,}",
                           advice="Use a smaller skipgram.dim or vocabulary (text8.max_vocab, text8.min_count)")
-        self._core = _core.SkipGram(self.counts, self.dim, self.seed)
+        self._core = SkipGramEngine(self.counts, self.dim, self.seed)
         self._set_vocabulary(words)
 
     @classmethod
@@ -171,7 +172,7 @@ class SkipGram(WordVectorLookup):
         """TrainingDiverged once a chunk left a NaN/inf loss or vector: SGD cannot recover from one,
         and every later step spreads it. Summing a matrix finds one at memory speed (about 10 ms per
         10^7 floats, under 2% of the chunk's training) without an array of flags."""
-        from .network import TrainingDiverged
+        from .model.errors import TrainingDiverged
 
         with np.errstate(over="ignore", invalid="ignore"):
             finite = bool(np.isfinite(loss)) and all(np.isfinite(m.sum()) for m in

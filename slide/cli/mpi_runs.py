@@ -87,7 +87,7 @@ def batch_mode_under_mpi(cfg: dict, args: argparse.Namespace) -> "str | None":
 
 def _given_run_settings(args: argparse.Namespace) -> set[str]:
     """The run settings the user gave, by flag, --set or --config."""
-    from .train import _given_flags, _read_toml
+    from .run_config import given_flags as _given_flags, read_toml as _read_toml
 
     given = set(_given_flags(args))
     if getattr(args, "config", None):
@@ -97,7 +97,7 @@ def _given_run_settings(args: argparse.Namespace) -> set[str]:
 
 def _given_lsh(args: argparse.Namespace) -> set[str]:
     """The [lsh] settings the user gave, by --set or --config."""
-    from .train import _assignments, _read_toml
+    from .run_config import assignments as _assignments, read_toml as _read_toml
 
     given = {name for _, name, _ in _assignments(args, ("lsh",))}
     if getattr(args, "config", None):

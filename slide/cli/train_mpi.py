@@ -21,7 +21,7 @@ from typing import Any, Optional
 from .. import runs
 from ..datasets.synthetic import Split
 from ..datasets.fingerprint import fingerprint
-from ..datasets.xc_ranges import read_xc_shares
+from ..distributed.xc_ranges import read_xc_shares
 from ..distributed.agree import RankError, on_every_rank, same_files
 from ..distributed.rows import check_rows, first_rows, held_out_share
 from ..network import Network, TrainingDiverged
@@ -85,7 +85,8 @@ def _say(comm, *text: Any) -> None:
 
 def _resolve_on_rank0(args: argparse.Namespace, comm) -> tuple[dict, Path]:
     """The run's settings and folder, decided by rank 0 (which writes the folder) and shared."""
-    from .train import _default_run_dir, _given_flags, _refuse_changes_on_resume, resolve_config
+    from .run_config import default_run_dir as _default_run_dir, given_flags as _given_flags, \
+        refuse_changes_on_resume as _refuse_changes_on_resume, resolve_config
 
     answer: Any = None
     if comm.rank == 0:
@@ -159,7 +160,7 @@ def _load_data(cfg: dict, comm) -> tuple[Split, Split, Optional[Split], Any]:
 
 
 def _main(args: argparse.Namespace, comm) -> int:
-    from .train import apply_shape_preset
+    from .run_config import apply_shape_preset
 
     cfg, run_dir = _resolve_on_rank0(args, comm)
     if args.resume and cfg.get("ranks", comm.size) != comm.size:
@@ -215,7 +216,7 @@ def _start_network(args: argparse.Namespace, cfg: dict, run_dir: Path, source: A
     """The network at its last checkpoint and the epochs it has done, or new; a rank that cannot
     load or build its part stops every rank with one message."""
     from ..distributed.checkpoint import read_manifest
-    from .train import build_network
+    from .run_config import build_network
 
     threads = _given_threads(args, cfg)
     checkpoint = Path(run_dir) / CHECKPOINT

@@ -48,6 +48,33 @@ def _check_positive(**values) -> None:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
 
+def _check_shares(n_labels: int, avg_words: float, avg_labels: float, same_topic: float,
+                  word_mix: tuple[float, float, float]) -> None:
+    if not 1.0 <= avg_labels <= n_labels:
+        raise ValueError(f"avg_labels must be in [1, n_labels], got {avg_labels}")
+    if not avg_words >= 1.0:
+        raise ValueError(f"avg_words must be at least 1, got {avg_words}")
+    if not 0.0 <= same_topic <= 1.0:
+        raise ValueError(f"same_topic must be in [0, 1], got {same_topic}")
+    if len(word_mix) != 3 or min(word_mix) < 0 or not np.isclose(sum(word_mix), 1.0):
+        raise ValueError(f"word_mix must be three non-negative shares summing to 1, got {word_mix!r}")
+
+
+def _label_slots(rng: np.random.Generator, n_labels: int, topic_size: int, n_topics: int, label_power: float
+                 ) -> tuple[np.ndarray, ...]:
+    """Labels sorted by topic into slots: (label of each slot, topic of each slot, popularity CDF
+    over slots, popularity below each topic's first slot, each topic's total popularity)."""
+    label_of_slot = rng.permutation(n_labels).astype(np.int32)
+    topic_of_slot = np.arange(n_labels) // topic_size
+    popularity = 1.0 / np.arange(1, n_labels + 1, dtype=np.float64)[rng.permutation(n_labels)] ** label_power
+    slot_cdf = np.cumsum(popularity)
+    topic_start = np.arange(n_topics) * topic_size
+    topic_end = np.minimum(topic_start + topic_size, n_labels)
+    below = np.concatenate([[0.0], slot_cdf])[topic_start]
+    within = slot_cdf[topic_end - 1] - below
+    return label_of_slot, topic_of_slot, slot_cdf, below, within
+
+
 def _build(
     n_features: int,
     n_labels: int,
@@ -82,14 +109,7 @@ def _build(
     """
     _check_positive(n_features=n_features, n_labels=n_labels, topic_size=topic_size, topic_words=topic_words,
                     label_words=label_words)
-    if not 1.0 <= avg_labels <= n_labels:
-        raise ValueError(f"avg_labels must be in [1, n_labels], got {avg_labels}")
-    if not avg_words >= 1.0:
-        raise ValueError(f"avg_words must be at least 1, got {avg_words}")
-    if not 0.0 <= same_topic <= 1.0:
-        raise ValueError(f"same_topic must be in [0, 1], got {same_topic}")
-    if len(word_mix) != 3 or min(word_mix) < 0 or not np.isclose(sum(word_mix), 1.0):
-        raise ValueError(f"word_mix must be three non-negative shares summing to 1, got {word_mix!r}")
+    _check_shares(n_labels, avg_words, avg_labels, same_topic, word_mix)
     rng = np.random.default_rng(seed)
     topic_size = min(int(topic_size), n_labels)
     topic_words = min(int(topic_words), n_features)
@@ -104,15 +124,8 @@ def _build(
 
     # Labels sorted by topic (label id order is random); popularity is a power law over a random
     # ranking, so a topic holds head and tail labels alike.
-    label_of_slot = rng.permutation(n_labels).astype(np.int32)
-    topic_of_slot = np.arange(n_labels) // topic_size
-    popularity = 1.0 / np.arange(1, n_labels + 1, dtype=np.float64)[rng.permutation(n_labels)] ** label_power
-    slot_cdf = np.cumsum(popularity)
-    total_pop = slot_cdf[-1]
-    topic_start = np.arange(n_topics) * topic_size
-    topic_end = np.minimum(topic_start + topic_size, n_labels)
-    below = np.concatenate([[0.0], slot_cdf])[topic_start]
-    within = slot_cdf[topic_end - 1] - below
+    label_of_slot, topic_of_slot, slot_cdf, below, within = _label_slots(rng, n_labels, topic_size, n_topics,
+                                                                         label_power)
 
     # Each label's identifying words: half from its topic's vocabulary, half from the corpus.
     from_topic = rng.random((n_labels, label_words)) < 0.5

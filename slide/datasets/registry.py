@@ -15,13 +15,13 @@ from .errors import DatasetNotFoundError
 PathLike = Union[str, Path]
 XC_REPOSITORY = "http://manikvarma.org/downloads/XC/XMLRepository.html"
 
-# The SLIDE paper's Amazon-670K configuration (lr raised for lazy Adam; see README).
+# The SLIDE paper's Amazon-670K configuration (lr raised for lazy Adam; see docs/benchmarks/baselines.md).
 SLIDE_PRESET: dict[str, Any] = dict(hidden=[128], learning_rate=1e-3, batch_size=256, epochs=1,
                                     lsh=dict(family="dwta", k=6, l=50, bin_size=8, bucket_size=128,
                                              rehash_every=6400, rebuild_every=128_000))
 
 # The batch-shared mode for outputs of 10^5-10^6 labels, measured on Amazon-670K-shaped catalogue
-# data (README, Benchmarks): hidden 128 at Adam's 1e-3 for 20 epochs; 2% of the training points
+# data (docs/benchmarks/catalogue.md): hidden 128 at Adam's 1e-3 for 20 epochs; 2% of the training points
 # held out pick the best epoch and the weight of the nearest neighbours' vote.
 BATCH_PRESET: dict[str, Any] = dict(hidden=[128], learning_rate=1e-3, batch_size=256, epochs=20, validation_split=0.02, neighbours=10,
                                     lsh={**SLIDE_PRESET["lsh"], **MODES["batch"].lsh})

@@ -59,53 +59,20 @@ def make_extreme_classification(
         cluster_share: share of a clustered label's signature taken from its cluster's, spread
             evenly over the signature so every window a sample draws holds both kinds.
     """
-    for name, v in (("n_samples", n_samples), ("n_features", n_features), ("n_labels", n_labels)):
-        if int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if not 1.0 <= avg_labels <= n_labels:
-        raise ValueError(f"avg_labels must be in [1, n_labels], got {avg_labels}")
-    if not 1.0 <= avg_nnz <= n_features:
-        raise ValueError(f"avg_nnz must be in [1, n_features], got {avg_nnz}")
-    if not 0.0 <= background < 1.0:
-        raise ValueError(f"background must be in [0, 1), got {background}")
-    if int(cluster_size) != cluster_size or not 1 <= cluster_size <= n_labels:
-        raise ValueError(f"cluster_size must be an integer in [1, n_labels], got {cluster_size!r}")
-    if not 0.0 <= cluster_share < 1.0:
-        raise ValueError(f"cluster_share must be in [0, 1), got {cluster_share}")
+    _check_generator_arguments(n_samples, n_features, n_labels, avg_nnz, avg_labels, background, cluster_size,
+                               cluster_share)
     rng = np.random.default_rng(seed)
     signature_size = int(min(signature_size, n_features))
-
     # Label popularity: power law over a random ranking of the labels.
     rank_weight = 1.0 / np.arange(10, n_labels + 10, dtype=np.float64) ** label_power
     label_by_rank = rng.permutation(n_labels)
     cdf = np.cumsum(rank_weight)
     cdf /= cdf[-1]
-    # Feature popularity (Zipf-like), used for signatures and background noise alike.
-    feat_weight = 1.0 / np.arange(50, n_features + 50, dtype=np.float64) ** 0.8
-    feat_by_rank = rng.permutation(n_features).astype(np.int32)
-    feat_cdf = np.cumsum(feat_weight)
-    feat_cdf /= feat_cdf[-1]
+    draw_features = _feature_sampler(rng, n_features)
+    signatures, sig_weights = _signatures(rng, draw_features, n_labels, signature_size, cluster_size, cluster_share)
 
-    def draw_features(size):
-        return feat_by_rank[np.minimum(np.searchsorted(feat_cdf, rng.random(size)), n_features - 1)]
-
-    signatures = draw_features((n_labels, signature_size))
-    sig_weights = rng.gamma(2.0, 1.0, size=(n_labels, signature_size)).astype(np.float32)
-    if cluster_size > 1:
-        cluster_of = rng.permutation(n_labels) // int(cluster_size)
-        cluster_signatures = draw_features((int(cluster_of.max()) + 1, signature_size))
-        j = np.arange(signature_size)
-        shared = np.floor((j + 1) * cluster_share) > np.floor(j * cluster_share)
-        signatures[:, shared] = cluster_signatures[cluster_of][:, shared]
-
-    # Labels per point and which labels.
-    counts = np.minimum(1 + rng.poisson(avg_labels - 1.0, size=n_samples), n_labels)
-    total = int(counts.sum())
-    labels = label_by_rank[np.minimum(np.searchsorted(cdf, rng.random(total)), n_labels - 1)].astype(np.int32)
-    label_rows = np.repeat(np.arange(n_samples), counts)
-    Y = sp.csr_matrix((np.ones(total, np.float32), (label_rows, labels)), shape=(n_samples, n_labels))
-    Y.sum_duplicates()
-    Y.data[:] = 1.0
+    labels, label_rows, Y = _draw_labels(rng, label_by_rank, cdf, avg_labels, n_samples)
+    total = labels.size
 
     # Features from the labels' signatures: a contiguous window (no repeats) from a random start.
     per_label = max(1, int(round(avg_nnz * (1.0 - background) / avg_labels)))
@@ -126,6 +93,62 @@ def make_extreme_classification(
                       shape=(n_samples, n_features), dtype=np.float32)
     X.sum_duplicates()
     return Split(unit_rows(X), Y)
+
+
+def _draw_labels(rng: np.random.Generator, label_by_rank: np.ndarray, cdf: np.ndarray, avg_labels: float,
+                 n_samples: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+    """Each point's labels (1 + Poisson(avg_labels - 1) of them, by popularity): the label drawn
+    for each (point, slot), its point, and the label matrix (duplicates merged)."""
+    n_labels = label_by_rank.size
+    counts = np.minimum(1 + rng.poisson(avg_labels - 1.0, size=n_samples), n_labels)
+    total = int(counts.sum())
+    labels = label_by_rank[np.minimum(np.searchsorted(cdf, rng.random(total)), n_labels - 1)].astype(np.int32)
+    label_rows = np.repeat(np.arange(n_samples), counts)
+    Y = sp.csr_matrix((np.ones(total, np.float32), (label_rows, labels)), shape=(n_samples, n_labels))
+    Y.sum_duplicates()
+    Y.data[:] = 1.0
+    return labels, label_rows, Y
+
+
+def _check_generator_arguments(n_samples, n_features, n_labels, avg_nnz, avg_labels, background, cluster_size,
+                               cluster_share) -> None:
+    for name, v in (("n_samples", n_samples), ("n_features", n_features), ("n_labels", n_labels)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if not 1.0 <= avg_labels <= n_labels:
+        raise ValueError(f"avg_labels must be in [1, n_labels], got {avg_labels}")
+    if not 1.0 <= avg_nnz <= n_features:
+        raise ValueError(f"avg_nnz must be in [1, n_features], got {avg_nnz}")
+    if not 0.0 <= background < 1.0:
+        raise ValueError(f"background must be in [0, 1), got {background}")
+    if int(cluster_size) != cluster_size or not 1 <= cluster_size <= n_labels:
+        raise ValueError(f"cluster_size must be an integer in [1, n_labels], got {cluster_size!r}")
+    if not 0.0 <= cluster_share < 1.0:
+        raise ValueError(f"cluster_share must be in [0, 1), got {cluster_share}")
+
+
+def _feature_sampler(rng: np.random.Generator, n_features: int):
+    """size -> features drawn by a Zipf-like popularity, used for signatures and background noise alike."""
+    feat_weight = 1.0 / np.arange(50, n_features + 50, dtype=np.float64) ** 0.8
+    feat_by_rank = rng.permutation(n_features).astype(np.int32)
+    feat_cdf = np.cumsum(feat_weight)
+    feat_cdf /= feat_cdf[-1]
+    return lambda size: feat_by_rank[np.minimum(np.searchsorted(feat_cdf, rng.random(size)), n_features - 1)]
+
+
+def _signatures(rng: np.random.Generator, draw_features, n_labels: int, signature_size: int, cluster_size: int,
+                cluster_share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each label's characteristic features and their weights; a clustered label shares part of
+    its cluster's, spread evenly over the signature."""
+    signatures = draw_features((n_labels, signature_size))
+    sig_weights = rng.gamma(2.0, 1.0, size=(n_labels, signature_size)).astype(np.float32)
+    if cluster_size > 1:
+        cluster_of = rng.permutation(n_labels) // int(cluster_size)
+        cluster_signatures = draw_features((int(cluster_of.max()) + 1, signature_size))
+        j = np.arange(signature_size)
+        shared = np.floor((j + 1) * cluster_share) > np.floor(j * cluster_share)
+        signatures[:, shared] = cluster_signatures[cluster_of][:, shared]
+    return signatures, sig_weights
 
 
 def unit_rows(X: sp.csr_matrix) -> sp.csr_matrix:

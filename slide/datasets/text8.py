@@ -13,7 +13,7 @@ from typing import Iterator, Optional, Union
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _core
+from .._core import corpus_samples, tokenize_corpus
 from ..paths import regular_file
 from .cache import load_cached, store_cached
 from .synthetic import Split
@@ -49,7 +49,7 @@ class Text8Corpus:
     def samples(self, begin: int, end: int, seed: int = 0) -> Split:
         """Samples whose centre words sit at positions [begin, end): X one-hot (vocab wide), Y the
         context words. Deterministic in (seed, position)."""
-        d = _core.corpus_samples(self.ids, self.counts, int(begin), int(end), int(self.window), float(self.subsample),
+        d = corpus_samples(self.ids, self.counts, int(begin), int(end), int(self.window), float(self.subsample),
                                  int(seed))
         n, v = len(d["positions"]), self.vocab_size
         X = sp.csr_matrix((np.ones(len(d["x_indices"]), np.float32), d["x_indices"], d["x_indptr"]), shape=(n, v))
@@ -91,7 +91,7 @@ def load_text8(path: PathLike, *, min_count: int = 1, max_vocab: int = 0, window
     if arrays is None:
         text = read_bytes(path)
         check_byte_text(path, text)
-        d = _core.tokenize_corpus(text, int(min_count), int(max_vocab))
+        d = tokenize_corpus(text, int(min_count), int(max_vocab))
         arrays = {"words": np.array(d["words"], dtype=bytes) if d["words"] else np.zeros(0, "S1"),
                   "counts": np.asarray(d["counts"]), "ids": np.asarray(d["ids"])}
         if cache:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
 
-from .. import _core
+from .._core import ParseError, XcStreamParser
 from .errors import DataFormatError
 from .prefetch import prefetched
 
@@ -76,65 +76,74 @@ def parse_blocks(path: Path, block_bytes: int = BLOCK_BYTES, workers: Optional[i
     again knowing the points before it, for the exact line), and too few.
     """
     workers = workers or default_workers()
-
-    def error(e: _core.ParseError) -> DataFormatError:
-        line, message = e.args
-        return DataFormatError(path, line, message)
-
     blocks = prefetched(line_blocks(path, block_bytes), depth=2)
     text, last = next(blocks)
-    head = _core.XcStreamParser()
+    head = XcStreamParser()
     try:
         first = head.feed(text, last)
-    except _core.ParseError as e:
-        raise error(e) from None
+    except ParseError as e:
+        raise _error(path, e) from None
     yield first
     if last:
         return
-    shape = (int(first["num_points"]), int(first["num_features"]), int(first["num_labels"]))
-    lines, points, trailing = head.lines_read, head.points_read, head.first_trailing_blank
+    check = _Blocks(path, (int(first["num_points"]), int(first["num_features"]), int(first["num_labels"])),
+                    head.points_read, head.first_trailing_blank)
+    lines = head.lines_read
+    with ThreadPoolExecutor(workers, thread_name_prefix="slide-parse") as pool:
+        jobs: deque = deque()
+        for text, last in blocks:
+            jobs.append((pool.submit(check.parse, text, lines), text, lines))
+            lines += text.obj.count(b"\n", 0, len(text))  # the last block's count is not used
+            while len(jobs) > workers:
+                yield check.finish(jobs.popleft())
+        while jobs:
+            yield check.finish(jobs.popleft())
+    check.end()
 
-    own = threading.local()  # a parser per thread, kept: its repeat checks are megabytes to set up
 
-    def parse(text: memoryview, lines_before: int):
-        parser = getattr(own, "parser", None)
+def _error(path: Path, e: ParseError) -> DataFormatError:
+    line, message = e.args
+    return DataFormatError(path, line, message)
+
+
+class _Blocks:
+    """The blocks after the first: each parsed on a pool thread, then checked in order for what
+    spans blocks (points counted against the header, blank lines between points)."""
+
+    def __init__(self, path: Path, shape: tuple[int, int, int], points: int, trailing: int) -> None:
+        self.path, self.shape, self.points, self.trailing = path, shape, points, trailing
+        self.own = threading.local()  # a parser per thread, kept: its repeat checks are megabytes to set up
+
+    def parse(self, text: memoryview, lines_before: int):
+        parser = getattr(self.own, "parser", None)
         if parser is None or parser.lines_read > lines_before:
-            parser = own.parser = _core.XcStreamParser(*shape, lines_before, 0)
+            parser = self.own.parser = XcStreamParser(*self.shape, lines_before, 0)
         else:
             parser.restart(lines_before, 0)
         return parser.feed(text, False), parser.points_read, parser.first_trailing_blank
 
-    def finish(job) -> dict:
-        nonlocal points, trailing
+    def finish(self, job) -> dict:
         future, text, lines_before = job
         try:
             d, got, ends_blank = future.result()
             failure = None
-        except _core.ParseError as e:  # errors come only from lines with a point on them
+        except ParseError as e:  # errors come only from lines with a point on them
             d, got, ends_blank, failure = None, 0, 0, e
-        if trailing and (failure or got):
-            raise DataFormatError(path, trailing, "blank line in the middle of the data")
-        if failure or points + got > shape[0]:
+        if self.trailing and (failure or got):
+            raise DataFormatError(self.path, self.trailing, "blank line in the middle of the data")
+        if failure or self.points + got > self.shape[0]:
             # Again, knowing the points before it: the first error a single parser meets, at its line.
             try:
-                _core.XcStreamParser(*shape, lines_before, points).feed(text, False)
-            except _core.ParseError as e:
-                raise error(e) from None
-            raise error(failure) from None
-        points += got
-        if got or not trailing:  # a block of blank lines alone still opens a gap before the next point
-            trailing = ends_blank
+                XcStreamParser(*self.shape, lines_before, self.points).feed(text, False)
+            except ParseError as e:
+                raise _error(self.path, e) from None
+            raise _error(self.path, failure) from None
+        self.points += got
+        if got or not self.trailing:  # a block of blank lines alone still opens a gap before the next point
+            self.trailing = ends_blank
         return d
 
-    with ThreadPoolExecutor(workers, thread_name_prefix="slide-parse") as pool:
-        jobs: deque = deque()
-        for text, last in blocks:
-            jobs.append((pool.submit(parse, text, lines), text, lines))
-            lines += text.obj.count(b"\n", 0, len(text))  # the last block's count is not used
-            while len(jobs) > workers:
-                yield finish(jobs.popleft())
-        while jobs:
-            yield finish(jobs.popleft())
-    if points != shape[0]:  # reported at the line where the next point was due
-        raise DataFormatError(path, points + 2, f"the header promises {shape[0]} points but the file ends after "
-                                                f"{points}")
+    def end(self) -> None:
+        if self.points != self.shape[0]:  # reported at the line where the next point was due
+            raise DataFormatError(self.path, self.points + 2, f"the header promises {self.shape[0]} points but the "
+                                                              f"file ends after {self.points}")

@@ -15,7 +15,7 @@ from typing import Optional, Union
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _core
+from .._core import ParseError, format_xc_points, parse_xc
 from ..paths import regular_file
 from .cache import fresh_shards, shard_cache_path
 from .errors import DataFormatError
@@ -39,8 +39,8 @@ def read_bytes(path: Path) -> Union[bytes, bytearray]:
 
 def _parse(text: bytes, path: PathLike) -> dict:
     try:
-        return _core.parse_xc(text)
-    except _core.ParseError as e:
+        return parse_xc(text)
+    except ParseError as e:
         line, message = e.args
         raise DataFormatError(path, line, message) from None
 
@@ -120,7 +120,7 @@ def format_points(X: sp.csr_matrix, Y: sp.csr_matrix) -> bytes:
     X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-    return _core.format_xc_points(X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32),
+    return format_xc_points(X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32),
                                   Y.indptr.astype(np.int64), Y.indices.astype(np.int32))
 
 

@@ -2,7 +2,7 @@
 
 The output layer is split by rows across the ranks (model parallel); the embedding and hidden
 layers are replicated and their gradients summed (data parallel). See `slide.Network`'s ``comm``
-argument and the README's "Training on a cluster"."""
+argument and docs/mpi.md, "Training on a cluster"."""
 
 from .checkpoint import reshard
 from .shards import batch_share, shard_range

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -19,8 +19,6 @@ from ..no_follow import refuse_link
 from ..model_file import ModelFileError, load_network, read_arrays, read_header, save_network, write_model
 from .shards import shard_range
 
-if TYPE_CHECKING:
-    from ..network import Network
 
 MANIFEST = "manifest.json"
 FORMAT = "slide-sharded-model"
@@ -59,12 +57,12 @@ def read_manifest(path: Any) -> dict:
     return check(m, SHARDED_MODEL_MANIFEST, str(at), error=ModelFileError)
 
 
-def _shard_header(net: "Network") -> dict:
+def _shard_header(net: Any) -> dict:
     offset, rows = net.output_shard
     return {"rank": net.comm.rank, "ranks": net.comm.size, "offset": offset, "rows": rows}
 
 
-def save_shards(net: "Network", path: Any, *, include_optimizer: bool = True, extra: Optional[dict] = None) -> None:
+def save_shards(net: Any, path: Any, *, include_optimizer: bool = True, extra: Optional[dict] = None) -> None:
     """Every rank writes its shard; rank 0 then points the manifest at this save. Collective."""
     comm = net.comm
     folder = Path(path)
@@ -106,7 +104,7 @@ def save_shards(net: "Network", path: Any, *, include_optimizer: bool = True, ex
     comm.barrier()
 
 
-def load_shards(cls, path: Any, comm: Any, *, threads: Optional[int] = None) -> "Network":
+def load_shards(cls, path: Any, comm: Any, *, threads: Optional[int] = None) -> Any:
     """This rank's shard of a sharded model; collective (a rank that cannot load stops them all)."""
     from .communicator import Communicator
 

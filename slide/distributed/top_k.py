@@ -4,15 +4,13 @@ Ties go to the lower label id, as in a single process."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import numpy as np
 import scipy.sparse as sp
 
 from .communicator import Communicator
 
-if TYPE_CHECKING:
-    from ..network import Network
 
 
 def gather_rows(comm: Communicator, X: sp.csr_matrix) -> tuple[sp.csr_matrix, list[int]]:
@@ -36,7 +34,7 @@ def merge_top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray
             np.take_along_axis(scores, order, axis=1).astype(np.float32))
 
 
-def predict(net: "Network", X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
+def predict(net: Any, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
             ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """This rank's rows' top-k over the whole layer (ids, scores) and, with `normaliser`, each
     row's log-sum-exp over every output. Collective: every rank calls it with its own X."""

@@ -86,7 +86,7 @@ def test_run_stops_and_keeps_the_last_good_checkpoint_byte_for_byte(tmp_path, mo
         original_save(n, run_dir, pos, best)
         snapshots.append((run_dir / runs.CHECKPOINT).read_bytes())
 
-    monkeypatch.setattr(runs, "save_checkpoint", recording_save)
+    monkeypatch.setattr(runs.checkpoint, "save_checkpoint", recording_save)  # where the run loop looks it up
     _poison_after(monkeypatch, 5, clean_below=0.0)
     with pytest.raises(TrainingDiverged, match="the last good checkpoint .* is kept in"):
         runs.run(net, stream, test, tmp_path, _settings())

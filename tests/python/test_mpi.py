@@ -92,7 +92,7 @@ def test_sparse_exchange_names_are_the_settings_choices():
 
 def test_a_rank_reads_only_its_byte_range_and_the_ranges_make_the_file(tmp_path):
     from slide.datasets.xc_files import load_xc
-    from slide.datasets.xc_ranges import read_xc_share
+    from slide.distributed.xc_ranges import read_xc_share
 
     X = sp.random(500, 40, density=0.1, format="csr", random_state=0, dtype=np.float32)
     Y = sp.random(500, 30, density=0.1, format="csr", random_state=1, dtype=np.float32)

@@ -47,8 +47,9 @@ def test_training_releases_the_gil():
     import scipy.sparse as sp
 
     X = sp.random(512, 2000, density=0.02, format="csr", dtype=np.float32, random_state=rng)
-    Y = [[int(i)] for i in rng.integers(0, 200_000, 512)]
-    net = slide.Network(2000, 200_000, hidden=(64,), lsh=None, threads=1, seed=0)
+    # Wide enough that the one batch takes about a second on a fast core (the check below needs > 0.5 s).
+    Y = [[int(i)] for i in rng.integers(0, 500_000, 512)]
+    net = slide.Network(2000, 500_000, hidden=(64,), lsh=None, threads=1, seed=0)
     done = threading.Event()
     worker = threading.Thread(target=lambda: (net.fit(X, Y, epochs=1, batch_size=512, progress=False), done.set()))
     start = time.perf_counter()

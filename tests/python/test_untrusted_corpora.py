@@ -12,7 +12,7 @@ import pytest
 
 from slide import _core
 from slide.cli import main as cli
-from slide.datasets import xc_blocks
+from slide.datasets import text8, xc_blocks
 from slide.datasets.cache import cache_path
 from slide.datasets.text8 import Text8Corpus, load_text8
 from slide.datasets.xc_files import load_xc, stream_shards
@@ -234,7 +234,7 @@ def test_an_unchanged_source_is_still_served_from_its_cache(tmp_path, monkeypatc
     path = tmp_path / "corpus.txt"
     path.write_bytes(_corpus_bytes())
     load_text8(path)
-    monkeypatch.setattr(_core, "tokenize_corpus", lambda *a: pytest.fail("parsed again"))
+    monkeypatch.setattr(text8, "tokenize_corpus", lambda *a: pytest.fail("parsed again"))
     load_text8(path)
 
 

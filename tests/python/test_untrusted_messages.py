@@ -11,6 +11,7 @@ from slide.cli import main as cli
 from slide.datasets import make_train_test
 from slide.datasets.pieces import read_pieces
 from slide.datasets.shards import ShardFolder, write_split
+from slide.datasets import xc_files
 from slide.datasets.xc_files import load_xc, write_xc
 from slide.network import Network
 
@@ -141,7 +142,6 @@ def test_slide_data_info_names_the_shard_folder_that_asked_for_too_much(folder, 
 
 
 def test_an_allocation_failure_parsing_a_text_file_names_it(tmp_path, monkeypatch):
-    from slide import _core
 
     train, _ = make_train_test(20, 5, 30, 20, seed=3, avg_nnz=4)
     write_xc(tmp_path / "t.txt", train.X, train.Y)
@@ -149,6 +149,6 @@ def test_an_allocation_failure_parsing_a_text_file_names_it(tmp_path, monkeypatc
     def fail(*args, **kwargs):
         raise MemoryError("std::bad_alloc")
 
-    monkeypatch.setattr(_core, "parse_xc", fail)
+    monkeypatch.setattr(xc_files, "parse_xc", fail)
     with pytest.raises(MemoryError, match=f"^{tmp_path / 't.txt'}: std::bad_alloc"):
         load_xc(tmp_path / "t.txt", cache=False)

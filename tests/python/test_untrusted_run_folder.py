@@ -69,7 +69,7 @@ def test_rewinding_metrics_never_truncates_through_a_link(tmp_path):
     run_dir.mkdir()
     (run_dir / runs.METRICS).symlink_to(victim)
     with pytest.raises(ValueError, match="metrics.jsonl is a symbolic link"):
-        runs._rewind_metrics(run_dir, runs.Position(metrics_bytes=10))
+        runs.rewind_metrics(run_dir, runs.Position(metrics_bytes=10))
     assert victim.read_text() == "x" * 1000
 
 

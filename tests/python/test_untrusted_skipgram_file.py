@@ -34,13 +34,13 @@ def saved(tmp_path_factory) -> Path:
 def no_big_engine(monkeypatch):
     """The engine's constructor, refusing (as an AssertionError the tests do not expect) any model
     larger than 64 MiB: a file must be refused before the engine allocates for it."""
-    real = skipgram._core.SkipGram
+    real = skipgram.SkipGramEngine
 
     def guarded(counts, dim, seed):
         assert len(counts) * dim * 8 < 64 << 20, f"allocated {len(counts)} x {dim} vectors from a file's config"
         return real(counts, dim, seed)
 
-    monkeypatch.setattr(skipgram._core, "SkipGram", guarded)
+    monkeypatch.setattr(skipgram, "SkipGramEngine", guarded)
 
 
 def _rewrite(src: Path, out: Path, change: Callable[[dict], Any] = lambda h: None,

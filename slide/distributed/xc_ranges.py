@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _core
+from .._core import ParseError, XcStreamParser
 from ..paths import regular_file
-from .errors import DataFormatError
-from .synthetic import Split
+from ..datasets.errors import DataFormatError
+from ..datasets.synthetic import Split
 
 
 _UNCOUNTED = 1 << 62  # a point count no share reaches
@@ -44,7 +44,7 @@ def read_xc_shares(path: Path, comm) -> Split:
     """This rank's points of `path`, read by byte range over the ranks of `comm`; collective. The
     file is checked as one parser reading it whole checks it (exact line numbers, the header's
     point count, blank lines only at the end), and a problem stops every rank (RankError)."""
-    from ..distributed.agree import RankError, fail, on_every_rank
+    from .agree import RankError, fail, on_every_rank
 
     path = Path(path)
     shape, text, _, _ = on_every_rank(comm, _read_range, path, comm.rank, comm.size)
@@ -109,10 +109,10 @@ def _parse(path: Path, shape: tuple[int, int, int], text: bytes, lines_before: i
            where: str = "") -> tuple[Split, int, int]:
     """The points in `text`, how many, and the first of the blank lines it ends with (0: none)."""
     n, features, labels = shape
-    parser = _core.XcStreamParser(n, features, labels, lines_before, points_before)
+    parser = XcStreamParser(n, features, labels, lines_before, points_before)
     try:
         d = parser.feed(text, False)
-    except _core.ParseError as e:
+    except ParseError as e:
         line, message = e.args
         raise DataFormatError(path, line, message + where.format(line)) from None
     got = parser.points_read - points_before

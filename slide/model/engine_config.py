@@ -1,0 +1,42 @@
+"""The engine's configuration (`_core.NetworkConfig`) made from a network's settings: the one
+place the Python settings become C++ ones."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .._core import LayerConfig, NetworkConfig, OptimizerConfig, OptimizerKind, OutputShard, SparseExchange
+from ..config import LSHConfig
+
+
+def engine_config(net: Any) -> NetworkConfig:
+    """`net`'s layers, optimizer, threads, seed and input transform, with this rank's block of the
+    output layer under MPI (`net.output_shard`)."""
+    c = NetworkConfig()
+    c.input_dim = net.input_dim
+    c.layers = [*(layer_config(size, cfg) for size, cfg in zip(net.hidden, net.hidden_lsh)),
+                layer_config(net.output_shard[1], net.lsh)]
+    if net.comm is not None:
+        shard = OutputShard()
+        shard.offset, shard.total = net.output_shard[0], net.output_dim
+        c.output_shard = shard
+    c.sparse_exchange = getattr(SparseExchange, net.sparse_exchange)
+    o = OptimizerConfig()
+    o.kind = getattr(OptimizerKind, net.optimizer)
+    o.beta1, o.beta2, o.eps = net.beta1, net.beta2, net.eps
+    c.optimizer = o
+    c.threads = net.threads
+    c.seed = net.seed
+    c.bf16_weights = net.precision == "bf16"
+    c.l2_normalize_input = net.input_norm == "l2"
+    c.input_dropout = net.input_dropout
+    return c
+
+
+def layer_config(size: int, cfg: Optional[LSHConfig]) -> LayerConfig:
+    layer = LayerConfig()
+    layer.size = int(size)
+    layer.sampled = cfg is not None
+    if cfg is not None:
+        layer.lsh = cfg.to_core()
+    return layer

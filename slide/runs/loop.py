@@ -1,0 +1,230 @@
+"""A training run as the CLI drives it: the shared training loop (`slide.training.loop`) with a
+run folder around it: periodic evaluation on a shuffled test sample within a budget, atomic
+checkpoints, validation with the best epoch kept in best.npz, exact resume after Ctrl-C or a kill,
+and divergence (NaN/inf) either stopping the run or backing off the learning rate from the last
+good checkpoint, which is never overwritten by a diverged model."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..atomic_files import remove_stale_temporaries
+from ..best_epoch import BestEpoch
+from ..datasets.synthetic import Split
+from ..model.errors import TrainingDiverged, TrainingInterrupted
+from ..network import Network
+from ..plots import load_matplotlib, plot_progress
+from ..training.loop import TrainingLoop
+from ..training.position import Position
+from ..training.sources import TrainingSource
+from ..training.validation import Validation
+from . import checkpoint
+from .folder import CHECKPOINT, MODEL, PLOT, append_metrics, read_metrics, rewind_metrics
+from .settings import RunSettings
+
+log = logging.getLogger("slide")
+
+
+def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
+        title: str = "", validation: Optional[Split] = None, memory: Optional[Split] = None) -> dict:
+    """Train until `s.epochs` epochs are done; returns the final test report. With `validation`,
+    every epoch is scored on it, the best epoch's parameters are kept in best.npz, training stops
+    after `s.early_stopping` epochs without improvement, and the final model is the best epoch's
+    (so it is never worse on validation than any epoch of the run). Ctrl-C at any moment
+    (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
+    position and raises TrainingInterrupted. Divergence raises TrainingDiverged, or with
+    ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate.
+    With `memory` and ``net.neighbours`` > 0, the final model remembers those training points and
+    fuses their labels' votes into its predictions, with the weight that is best on `validation`."""
+    if not 0.0 < s.backoff_factor < 1.0:
+        raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
+    s.check()
+    load_matplotlib()
+    pos = pos or Position()
+    for tmp in remove_stale_temporaries(run_dir):
+        log.info("removed %s, left by a run that was killed while writing", tmp.name)
+    rewind_metrics(run_dir, pos)
+    backoffs = 0
+    best = BestEpoch()
+    while True:
+        try:
+            return RunLoop(net, stream, test, run_dir, s, pos, title, validation, best).train(memory)
+        except TrainingInterrupted:
+            raise
+        except KeyboardInterrupt:
+            checkpoint.save_checkpoint(net, run_dir, pos, best)
+            raise TrainingInterrupted(0, {}) from None
+        except TrainingDiverged as e:
+            backoffs += 1
+            net, pos = _back_off(e, net, run_dir, s, backoffs)
+            best = BestEpoch()  # what it kept came after the checkpoint; best.npz is the checkpoint's
+
+
+def _back_off(e: TrainingDiverged, net: Network, run_dir: Path, s: RunSettings, backoffs: int
+              ) -> tuple[Network, Position]:
+    """The last good network and position at a lower learning rate, or TrainingDiverged when the
+    run stops on divergence or has backed off `s.max_backoffs` times already."""
+    kept = checkpoint.checkpoint_position(run_dir)
+    where = f"{kept.samples:,} samples, epoch {kept.epoch + 1}" if kept else None
+    if s.on_divergence == "stop" or backoffs > s.max_backoffs:
+        why = "" if s.on_divergence == "stop" else f" after {backoffs - 1} learning-rate back-offs"
+        saved = (f"the last good checkpoint ({where}) is kept in {run_dir / CHECKPOINT}" if kept
+                 else "no checkpoint had been written yet")
+        raise TrainingDiverged(f"{e}{why}; {saved}", e.rows_done) from None
+    net, pos = checkpoint.last_good(net, run_dir)
+    net.learning_rate *= s.backoff_factor
+    append_metrics(run_dir, {"kind": "backoff", "epoch": pos.epoch, "samples": pos.samples,
+                              "wall_seconds": round(pos.wall_seconds, 3), "reason": str(e),
+                              "learning_rate": net.learning_rate})
+    log.warning("%s; restarting from %s with learning rate %g", e,
+                f"the last good checkpoint ({where})" if kept else "the initial weights", net.learning_rate)
+    return net, pos
+
+
+def _subsample(split: Split, n: Optional[int], seed: int) -> Split:
+    if n is None or len(split) <= n:
+        return split
+    rows = np.sort(np.random.default_rng(seed).choice(len(split), n, replace=False))
+    return Split(split.X[rows], split.Y[rows])
+
+
+class RunLoop:
+    """One attempt at a run, from `pos` to its final model (a back-off starts another)."""
+
+    def __init__(self, net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings,
+                 pos: Position, title: str, validation: Optional[Split], best: BestEpoch) -> None:
+        self.net, self.stream, self.test, self.run_dir, self.s, self.pos = net, stream, test, run_dir, s, pos
+        self.title, self.best = title, best
+        self.eval_split = _subsample(test, s.eval_samples, seed=1)
+        # Epochs are judged on the same held-out points every time, at most eval_samples of them, so
+        # judging costs what a test evaluation does however many points the split held out.
+        self.validation_split = None if validation is None else _subsample(validation, s.eval_samples, seed=3)
+        self.validation = None if validation is None else Validation(
+            net, self.validation_split.X, self.validation_split.Y, monitor=s.monitor, patience=s.early_stopping,
+            keep=best.keep, state=pos.best)
+        self.last_checkpoint = time.perf_counter()
+
+    def train(self, memory: Optional[Split]) -> dict:
+        s, pos = self.s, self.pos
+        # Whole batches, so that where pieces and segments end never changes the batches trained.
+        piece = max(1, min(s.eval_every, s.batch_size * 50) // s.batch_size) * s.batch_size
+        loop = TrainingLoop(self.net, self.stream, epochs=s.epochs, batch_size=s.batch_size, piece_rows=piece,
+                            total_steps=-(-self.stream.samples_per_epoch // s.batch_size) * s.epochs,
+                            progress=s.progress)
+        try:
+            for _ in loop.run(pos, self._after_piece):
+                self._end_epoch()
+        except TrainingInterrupted:
+            self._checkpoint()
+            raise
+        return self._finish(memory)
+
+    def _within_budget(self) -> bool:
+        """Evaluations during training take at most their share of the training time so far, at
+        every size; the first always fits (nothing is spent yet) and the final one always runs."""
+        return self.s.eval_budget is None or self.pos.eval_seconds <= self.s.eval_budget * self.pos.wall_seconds
+
+    def _checkpoint(self) -> None:
+        checkpoint.save_checkpoint(self.net, self.run_dir, self.pos, self.best)
+        self.last_checkpoint = time.perf_counter()
+
+    def _after_piece(self, pos: Position) -> None:
+        if pos.since_eval >= self.s.eval_every and self._within_budget():
+            r = self._evaluate("periodic", self.eval_split)
+            log.info("after %s samples: P@1 %.4f", f"{pos.samples:,}", r["P@1"])
+        if time.perf_counter() - self.last_checkpoint >= self.s.checkpoint_every:
+            self._checkpoint()
+
+    def _evaluate(self, kind: str, split: Split, extra: Optional[dict] = None, seconds: float = 0.0) -> dict:
+        pos, t0 = self.pos, time.perf_counter()
+        report = self.net.evaluate(split.X, split.Y)
+        pos.evaluations += 1
+        pos.eval_seconds += time.perf_counter() - t0 + seconds
+        record = {"kind": kind, "epoch": pos.epoch + (kind == "periodic"), "samples": pos.samples,
+                  "wall_seconds": round(pos.wall_seconds, 3),
+                  "train_loss": pos.loss_since_eval / pos.labelled_since_eval if pos.labelled_since_eval else None,
+                  "test_points": len(split), **report, **(extra or {})}
+        append_metrics(self.run_dir, record)
+        pos.since_eval = pos.labelled_since_eval = 0
+        pos.loss_since_eval = 0.0
+        if kind != "periodic":  # redrawing costs more than scoring a small problem; once an epoch is enough
+            t0 = time.perf_counter()
+            plot_progress(read_metrics(self.run_dir), self.run_dir / PLOT, self.title)
+            pos.eval_seconds += time.perf_counter() - t0
+        return record
+
+    def _validate(self) -> Optional[dict]:
+        """Score the epoch just finished on the validation split; keep its parameters if best."""
+        if self.validation is None:
+            return None
+        report, improved = self.validation.judge(self.pos.epoch)
+        self.pos.best = self.validation.tracker.state()
+        return {**{f"val_{k}": v for k, v in report.items()}, "val_points": len(self.validation_split),
+                "best": improved}
+
+    def _end_epoch(self) -> None:
+        s, pos = self.s, self.pos
+        t0 = time.perf_counter()
+        validation_report = self._validate()
+        validation_seconds = time.perf_counter() - t0
+        line = f"epoch {pos.epoch}: {pos.samples:,} samples in {pos.wall_seconds:,.1f}s " \
+               f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s)"
+        if self._within_budget():
+            record = self._evaluate("epoch", self.eval_split, validation_report, validation_seconds)
+            line += f", test P@1 {record['P@1']:.4f} on {len(self.eval_split):,} points"
+        else:  # the epoch is recorded; its test score waits for the budget
+            pos.eval_seconds += validation_seconds
+            record = {"kind": "epoch", "epoch": pos.epoch, "samples": pos.samples,
+                      "wall_seconds": round(pos.wall_seconds, 3), **(validation_report or {})}
+            append_metrics(self.run_dir, record)
+            line += (f", no test score (evaluation has had {pos.eval_seconds:,.0f}s, over its budget of "
+                     f"{s.eval_budget:.0%} of training time)")
+        if self.validation is not None:
+            line += f", validation {s.monitor} {record['val_' + s.monitor]:.4f}" + (" (best)" if record["best"] else "")
+        print(line, flush=True)
+        self._stop_early()
+        if pos.epoch >= s.epochs or pos.stopped_early or \
+                time.perf_counter() - self.last_checkpoint >= s.checkpoint_every:
+            self._checkpoint()
+
+    def _stop_early(self) -> None:
+        if self.validation is None or not self.validation.should_stop:
+            return
+        pos, tracker = self.pos, self.validation.tracker
+        pos.stopped_early = True
+        append_metrics(self.run_dir, {"kind": "early_stop", "epoch": pos.epoch, "samples": pos.samples,
+                                      "best_epoch": tracker.best_at, "best": tracker.best})
+        print(f"no better validation {self.s.monitor} for {self.s.early_stopping} epochs: stopping; the best was "
+              f"epoch {tracker.best_at}", flush=True)
+
+    def _finish(self, memory: Optional[Split]) -> dict:
+        """The final model (the best epoch's, with the vote's memory), its test report and model.npz."""
+        net, s, extra = self.net, self.s, {}
+        tracker = None if self.validation is None else self.validation.tracker
+        if tracker is not None and tracker.best_at is not None and self.best.exists(self.run_dir):
+            extra["best_epoch"] = tracker.best_at
+            if tracker.best_at != self.pos.epoch:  # the final model is the best epoch's
+                self.best.restore_into(net, self.run_dir)
+        t0 = time.perf_counter()
+        if memory is not None and net.neighbours:
+            net.remember(memory.X, memory.Y)
+            if self.validation_split is not None and s.monitor != "loss":
+                net.tune_neighbour_weight(self.validation_split.X, self.validation_split.Y, monitor=s.monitor)
+            extra["neighbour_weight"] = net.neighbour_weight
+        final = self._evaluate("final", _subsample(self.test, s.final_eval_samples, seed=2), {**extra, **_costs(self.pos)})
+        net.save(self.run_dir / MODEL, include_optimizer=s.final_model_optimizer)
+        final["model_seconds"] = time.perf_counter() - t0  # the final evaluation and model.npz
+        return final
+
+
+def _costs(pos: Position) -> dict:
+    """What the run spent, in training and outside it (before the final evaluation)."""
+    return {"train_seconds": round(pos.wall_seconds, 3), "eval_seconds": round(pos.eval_seconds, 3),
+            "evaluations": pos.evaluations, "checkpoint_seconds": round(pos.checkpoint_seconds, 3),
+            "checkpoints": pos.checkpoints}
+
