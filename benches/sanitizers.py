@@ -9,7 +9,7 @@ UBSan report aborts the process that hit it, so it fails the test; reports from 
 (the CLI tests) are collected from the log files too. Writes benches/results/sanitizers.json.
 
 HOGWILD training writes shared weights from several threads without locks by design (see the
-README, "Threads and HOGWILD"), which is why ThreadSanitizer is not part of this run.
+docs/how-it-works.md, "Threads and HOGWILD"), which is why ThreadSanitizer is not part of this run.
 """
 
 from __future__ import annotations

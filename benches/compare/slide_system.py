@@ -11,7 +11,7 @@ import slide
 # negatives), topped up with uniform random neurons to 6,000 (mixed negatives: hard ones alone
 # over-fit after ~6 epochs on 100k points); tables refreshed every 25,600 samples, since each batch
 # updates thousands of rows and SLIDE's 6,400 spent 17% of the time rehashing for no gain in P@1.
-# The measurements behind these choices are in the README's "Batch-shared active sets".
+# The measurements behind these choices are in docs/how-it-works.md, "Batch-shared active sets".
 BATCH_SHARED = slide.LSHConfig(batch_active=1024, min_active=6000, rehash_every=25_600)
 # The ablation: the same engine and set size with a single LSH candidate, so nearly every
 # negative is uniform. What the LSH candidates add is the difference to BATCH_SHARED.

@@ -26,7 +26,7 @@ from slide.network import _network_from_bytes
 from .mutate import DEEP, dumps, mutate_array, mutate_json
 
 BOMB_BYTES = 64 << 20
-CLI_OK = (0, 2, 3)  # success, a refused input, a diverged run (README: exit codes)
+CLI_OK = (0, 2, 3)  # success, a refused input, a diverged run (docs/cli.md: exit codes)
 
 
 class CliFailure(Exception):

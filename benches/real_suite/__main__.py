@@ -7,7 +7,8 @@ GIT_DIR is a clone of github.com/tsoumakas/mulan (bare is enough); the Debian se
 (Debian or Ubuntu) and network access to deb.debian.org. Built sets go to DIR (default
 ~/.cache/slide-real-suite), never into the repository. Each (set, method) runs in a fresh process
 at --threads threads; results: benches/results/real_suite.json, then `python -m
-benches.real_suite.report` regenerates the README table and benches/results/real_suite.png."""
+benches.real_suite.report` regenerates the real-suite tables (README and docs/benchmarks) and
+benches/results/real_suite.png."""
 
 from __future__ import annotations
 

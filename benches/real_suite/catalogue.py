@@ -1,5 +1,5 @@
 """The suite's sets: name -> how to build it. Mulan's sets come with their own train/test split;
-the Debian sets are built by debian.py. Sizes in the README table come from build.json."""
+the Debian sets are built by debian.py. Sizes in the real-suite table (README, docs/benchmarks) come from build.json."""
 
 from __future__ import annotations
 

@@ -1,9 +1,12 @@
-"""The README's real-suite table and the plot, generated from benches/results/real_suite.json:
+"""The real-suite table and the plot, generated from benches/results/real_suite.json:
 
-    python -m benches.real_suite.report          # rewrites the README block and real_suite.png
+    python -m benches.real_suite.report          # rewrites every real-suite table and real_suite.png
 
-The README block sits between the two markers below; tests/python/test_real_suite_report.py fails
-when it differs from what this renders, so the table can never drift from the result file."""
+render_table is the real-suite renderer of benches.tables, the one generator of the documentation's
+benchmark tables: the README's headline block sits between the two markers below, the Benchmarks
+page's under benches.tables' own markers. tests/python/test_real_suite.py and
+tests/python/test_docs_tables.py fail when either differs from what this renders, so the table can
+never drift from the result file."""
 
 from __future__ import annotations
 
@@ -49,11 +52,6 @@ def render_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, table: str) -> str:
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + table + "\n" + text[end:]
-
-
 def plot(report: dict, path: Path) -> None:
     import matplotlib
 
@@ -88,10 +86,13 @@ def plot(report: dict, path: Path) -> None:
 
 
 def main() -> int:
+    from .. import tables  # imports this module: the one generator rewrites the blocks
+
     report = json.loads(RESULT.read_text())
-    README.write_text(replace_block(README.read_text(), render_table(report)))
+    changed = tables.write(only=["real_suite"])
     plot(report, PLOT)
-    print(f"wrote the README's real-suite table and {PLOT.relative_to(ROOT)}")
+    pages = ", ".join(str(p.relative_to(ROOT)) for p in changed) or "no page changed"
+    print(f"wrote the real-suite tables ({pages}) and {PLOT.relative_to(ROOT)}")
     return 0
 
 

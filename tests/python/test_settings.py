@@ -1,5 +1,5 @@
 """The settings table is the one place a default, a range or a meaning is written: the C++ structs,
-the Python constructors, the CLI, run.toml and the README are held to it here."""
+the Python constructors, the CLI, run.toml and the documentation's Settings page are held to it here."""
 
 import argparse
 import inspect
@@ -16,7 +16,7 @@ from slide.cli.train import apply_preset, resolve_config
 from slide.modes import DEFAULT_MODE, MODES, mode_of
 from slide.settings import LSH, NETWORK, RUN, SKIPGRAM, TEXT8, defaults, markdown_table, parse_assignment
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 
 
 def _core_value(config, name):
@@ -99,9 +99,9 @@ def test_lsh_config_checks_the_tables_ranges_and_choices():
 
 @pytest.mark.parametrize("section, table", [("", RUN), ("network", NETWORK), ("lsh", LSH), ("text8", TEXT8),
                                             ("skipgram", SKIPGRAM)])
-def test_the_readme_tables_are_rendered_from_the_table(section, table):
-    assert markdown_table(table, section) in README.read_text(), \
-        f"README's {section or 'run'} settings table is stale: paste `python -m slide.settings` into it"
+def test_the_settings_page_tables_are_rendered_from_the_table(section, table):
+    assert markdown_table(table, section) in SETTINGS_PAGE.read_text(), \
+        f"docs/settings.md's {section or 'run'} settings table is stale: paste `python -m slide.settings` into it"
 
 
 def test_every_flag_of_the_table_is_a_flag_of_slide_train():

@@ -1,0 +1,89 @@
+"""Renderers for accuracy on real and realistic data: the real-data suite (its own report module),
+the real Bibtex/Delicious splits, the nearest neighbours' vote, and Text8 word vectors."""
+
+from __future__ import annotations
+
+from ..real_suite import report
+from .common import fixed, integer, ratio, source, table
+
+XC_SYSTEMS = {"slide": "slide", "omikuji": "omikuji", "napkinxc": "napkinXC PLT"}
+METRICS = ("P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5")
+
+
+def real_suite(result: dict, name: str = "real_suite.json") -> str:
+    """The real-data suite's table: benches.real_suite.report renders it (the README's headline)."""
+    return report.render_table(result)
+
+
+def xc_real(result: dict, name: str = "xc_real.json") -> str:
+    rows = []
+    for dataset, entry in result["results"].items():
+        for i, (system, r) in enumerate(entry["systems"].items()):
+            first = f"{dataset.capitalize()} ({entry['labels']:,} labels)" if i == 0 else ""
+            rows.append([first, XC_SYSTEMS.get(system, system), fixed(r["train_seconds"], 1),
+                         *(f"{r[m]:.4f}" for m in METRICS)])
+    return source(name, result, extra="whole test splits, PSP@k with A=0.55, B=1.5, one run") + "\n\n" + table(
+        ["dataset", "system", "train s", *METRICS], rows)
+
+
+def xc_real_published(result: dict, name: str = "xc_real.json") -> str:
+    rows = []
+    for dataset, methods in result["published"].items():
+        for i, (method, scores) in enumerate(methods.items()):
+            rows.append([dataset.capitalize() if i == 0 else "", method, *(f"{s:.4f}" for s in scores)])
+    return (f"Published results, as recorded in `benches/results/{name}`:\n\n"
+            + table(["dataset", "method", "P@1", "P@3", "P@5"], rows))
+
+
+NEIGHBOUR_SYSTEMS = ("network alone", "vote alone", "fused", "omikuji")
+
+
+def neighbours(result: dict, name: str = "neighbours.json") -> str:
+    rows = []
+    for dataset, entry in result["results"].items():
+        for i, system in enumerate(s for s in NEIGHBOUR_SYSTEMS if s in entry["systems"]):
+            r = entry["systems"][system]
+            label = {"network alone": "slide, network alone", "vote alone": "slide, vote alone",
+                     "fused": f"**slide, fused (weight {r.get('neighbour_weight', 0):g})**"}.get(system, system)
+            first = (f"{dataset} ({entry['train']:,} / {entry['test']:,}, {entry['labels']:,} labels)"
+                     if i == 0 else "")
+            train = "none" if system == "vote alone" else fixed(r["train_seconds"], 1)
+            rows.append([first, label, train, fixed(r["predict_seconds"], 1), *(f"{r[m]:.4f}" for m in METRICS)])
+    extra = "whole test splits; PSP@k with each set's propensity model; slide's training time includes its per-epoch validation"
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["data (train / test, labels)", "system", "train s", "predict s", *METRICS], rows)
+
+
+TEXT8_SYSTEMS = {
+    "slide skip-gram (text8 preset)": "slide's text8 preset: skip-gram, rate 0.05 (`slide train --dataset text8`)",
+    "gensim skip-gram (defaults)": "gensim Word2Vec skip-gram, its defaults (rate 0.025)",
+    "gensim skip-gram, alpha=0.05 (slide's rate)": "gensim Word2Vec skip-gram at slide's rate 0.05",
+    "slide softmax, LSH per sample (SLIDE)": "slide, SLIDE's softmax objective, LSH per sample",
+    "slide softmax, batch-shared LSH": "slide, softmax objective, batch-shared LSH",
+    "slide softmax, dense": "slide, softmax objective, dense",
+}
+
+
+def text8_gensim(result: dict, name: str = "text8_gensim.json") -> str:
+    results, full = result["results"], result["full_shape"]["results"]
+    order = [k for k in TEXT8_SYSTEMS if k in results] + [k for k in results if k not in TEXT8_SYSTEMS]
+    gensim = results["gensim skip-gram (defaults)"]["mean"]["words_per_second"]
+    gensim_full = full.get("gensim skip-gram (defaults)", {}).get("words_per_second")
+    rows = []
+    for key in order:
+        m = results[key]["mean"]
+        f = full.get(key)
+        full_cell = "" if f is None else (integer(f["words_per_second"]) + (
+            f" ({ratio(f['words_per_second'] / gensim_full)})" if gensim_full else ""))
+        rows.append([TEXT8_SYSTEMS.get(key, key), results[key]["seeds"],
+                     f"{integer(m['words_per_second'])} ({ratio(m['words_per_second'] / gensim)})",
+                     f"{m['wordsim353_spearman']:.3f}", f"{m['simlex999_spearman']:.3f}",
+                     f"{m['analogy_accuracy']:.3f}", full_cell])
+    c, corpus, shape = result["config"], result["corpus"], result["full_shape"]
+    vocab = next(iter(results.values()))["vocabulary"]
+    extra = (f"a {corpus['words']:,}-word text8 prefix, dimension {c['dim']}, window {c['window']}, min_count "
+             f"{c['min_count']} (vocabulary {vocab:,}), {c['epochs']} epochs; the full-shape column: one epoch of "
+             f"{shape['generated_words']:,} generated words over a {shape['vocabulary']:,}-word vocabulary; "
+             f"ratios against gensim's defaults")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["system", "seeds", "words/s", "wordsim353", "SimLex-999", "analogies", "words/s, full text8 shape"], rows)

@@ -1,0 +1,123 @@
+"""Renderers for the engine's own measurements: a full epoch at Amazon-670K's shape, the LSH
+defaults' ablation, hashing kernels, thread scaling, data loading, the exact int8 scan and the
+neighbour search."""
+
+from __future__ import annotations
+
+from .common import gib, integer, percent, ratio, source, table
+
+
+def engine_amazon670k(result: dict, name: str = "engine_amazon670k.json") -> str:
+    s, d, shape = result["sampled"], result["dense_same_wall_clock"], result["shape"]
+
+    def p(r: dict) -> str:
+        return " / ".join(f"{r['test'][f'P@{k}']:.3f}" for k in (1, 3, 5))
+
+    rows = [
+        ["training samples/s", integer(s["samples_per_second"]),
+         f"{integer(d['samples_per_second'])} ({result['speedup_samples_per_second']:.0f}x fewer)"],
+        ["samples trained", f"{s['train_samples']:,} ({s['train_samples'] / shape['train']:.0f} epoch, "
+                            f"{s['train_seconds']:.0f} s)", f"{d['train_samples']:,} ({d['train_seconds']:.0f} s)"],
+        ["active output neurons per sample",
+         f"{s['active_outputs_per_sample']:.0f} ({percent(s['active_outputs_per_sample'] / shape['labels'], 3)})",
+         f"{d['active_outputs_per_sample']:,.0f}"],
+        ["test P@1 / P@3 / P@5 at equal wall-clock time", p(s), p(d)],
+        ["peak RSS (model + data)", gib(s["peak_rss_bytes"]), gib(d["peak_rss_bytes"])],
+        ["table maintenance share of training time",
+         f"{percent(s['table_maintenance_share'], 0)} ({s['table_maintenance_seconds']:.1f} s)", "-"],
+    ]
+    extra = (f"{shape['features']:,} -> {shape['hidden']} -> {shape['labels']:,}, {shape['train']:,} training "
+             f"points, {shape['test']:,} shuffled test points scored exactly, batch {result['batch_size']}, "
+             f"Adam lr {result['learning_rate']:g}, one run")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["", "slide sampled (per sample, the `LSHConfig()` defaults)", "slide dense (full softmax)"], rows)
+
+
+def ablation_amazon670k(result: dict, name: str = "ablation_amazon670k.json") -> str:
+    runs = result["runs"]
+    samples = [c["samples"] for c in next(iter(runs.values()))["curve"]]
+    rows = []
+    for label, r in runs.items():
+        curve = " / ".join(f"{c['P@1']:.3f}" for c in r["curve"])
+        rows.append([label, curve, f"{r['active_per_sample']:.0f}", f"{r['rehashed_neurons'] / 1e6:.1f}M",
+                     f"{r['table_maintenance_seconds']:.2f}", f"{r['curve'][-1]['train_seconds']:.1f}",
+                     f"{r['sparse_inference_P@1']:.3f}", percent(r["largest_share_of_test_points_with_one_top1_label"], 1)])
+    at = " / ".join(f"{n // 1000}k" for n in samples)
+    extra = (f"Amazon-670K-shaped generated data, per-sample mode, {result['train']:,} training samples, "
+             f"exact P@1 on {result['test']:,} test points")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["configuration", f"exact P@1 after {at} samples", "active per sample", "neurons re-hashed",
+         "table maintenance s", "training s", "LSH-sparse inference P@1",
+         "most test points with one top-1 label"], rows)
+
+
+def hashing(result: dict, name: str = "hashing.json") -> str:
+    rows = []
+    for r in result["results"]:
+        cells = []
+        for family in ("dwta", "simhash"):
+            f = r[family]
+            same = "" if f["same_codes_as_scalar"] else ", different buckets"
+            cells.append(integer(f["vectors_per_second"]) if r["level"] == "scalar"
+                         else f"{integer(f['vectors_per_second'])} ({ratio(f['speedup_vs_scalar'])}{same})")
+        rows.append([r["level"], *cells])
+    fam = result["families"]["dwta"]
+    extra = (f"bucket ids of {result['vectors']:,} {result['dimension']}-dimensional ReLU vectors, "
+             f"K={fam['k']}, L={fam['l']}")
+    same = all(r[f]["same_codes_as_scalar"] for r in result["results"] for f in ("dwta", "simhash"))
+    tail = "\n\nEvery level gives the same buckets as scalar." if same else ""
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["level", "DWTA vectors/s", "SimHash vectors/s"], rows) + tail
+
+
+def thread_scaling(result: dict, name: str = "thread_scaling.json") -> str:
+    by_mode: dict[str, dict[int, dict]] = {}
+    for r in result["results"]:
+        by_mode.setdefault(r["mode"], {})[r["threads"]] = r
+    rows = []
+    for mode, runs in by_mode.items():
+        one, two = runs[1], runs[2]
+        rows.append([mode, f"{integer(one['samples_per_second'])} samples/s",
+                     f"{integer(two['samples_per_second'])} samples/s", ratio(two["speedup"]),
+                     " / ".join(integer(x) for x in sorted(one["runs"])),
+                     " / ".join(integer(x) for x in sorted(two["runs"]))])
+    extra = (f"{result['samples']:,} timed samples after a {result['warmup']:,}-sample warm-up, batch "
+             f"{result['batch_size']}, the configurations round-robin {result['repeats']} times; each figure is "
+             f"the median of its runs")
+    return source(name, result, threads=False, extra=extra) + "\n\n" + table(
+        ["mode", "1 thread", "2 threads", "speedup", "1 thread, every run", "2 threads, every run"], rows)
+
+
+def data_loading(result: dict, name: str = "data_loading.json") -> str:
+    xc, t8 = result["xc"], result["text8"]
+    rows = [
+        [f"parse a {xc['points']:,}-point Amazon-670K-shaped file ({xc['file_mb']:.0f} MB, "
+         f"{xc['nnz'] / 1e6:.1f}M nonzeros), one core", f"{xc['parse_seconds_one_core']:.2f} s ({xc['parse_mb_per_s']:.0f} MB/s)"],
+        ["`load_xc` uncached (read + parse + CSR) / from the cache / from `.gz`",
+         f"{xc['load_seconds_uncached']:.1f} s / {xc['load_seconds_cached']:.2f} s / {xc['load_seconds_gzip']:.1f} s"],
+        [f"Text8-sized corpus ({t8['words'] / 1e6:.1f}M words): tokenise + vocabulary", f"{t8['tokenize_seconds']:.1f} s"],
+        ["Text8 sample generation vs training on the text8 softmax preset",
+         f"{t8['generation_samples_per_s'] / 1e6:.1f}M vs {t8['training_samples_per_s'] / 1e3:.1f}k samples/s "
+         f"({t8['generation_over_training']:.0f}x)"],
+    ]
+    return source(name, result) + "\n\n" + table(["", "measured"], rows)
+
+
+def exact_scan(result: dict, name: str = "exact_scan.json") -> str:
+    rows = [[i + 1, f"{r['fp32_ms_per_point']:.3f}", f"{r['int8_ms_per_point']:.3f}", ratio(r["speedup"]),
+             percent(r["same_labels"], 1), r["different_labels_not_ties"]] for i, r in enumerate(result["rounds"])]
+    extra = (f"{result['outputs']:,} outputs, hidden {', '.join(str(h) for h in result['hidden'])}, "
+             f"top-{result['k']} of {result['test_points']:,} points; median speed-up {ratio(result['speedup_median'])}")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["round", "fp32 GEMM ms/point", "int8 scan ms/point", "speed-up", "same labels",
+         "different labels (not ties)"], rows)
+
+
+def neighbour_search(result: dict, name: str = "neighbour_search.json") -> str:
+    rows = [[i + 1, f"{r['engine_seconds']:.3f}", f"{r['scipy_seconds']:.3f}", ratio(r["speedup"]),
+             f"{r['max_vote_difference']:g}"] for i, r in enumerate(result["rounds"])]
+    extra = (f"{result['queries']:,} queries, k={result['k']}, over {result['points']:,} Amazon-670K-shaped "
+             f"training points (about {result['postings_per_query']:,} postings per query); median speed-up "
+             f"{ratio(result['median_speedup'])}")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["round", "engine s", "scipy sparse products + top-k s", "speed-up", "largest vote difference"], rows)
