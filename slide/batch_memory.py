@@ -10,6 +10,7 @@ from typing import Any
 
 from . import memory
 from ._core import estimate_memory
+from .model.engine_config import engine_config
 
 ESTIMATE_BATCH = 1024  # the batch size a network's own estimate allows for (fit's default is 128)
 
@@ -22,7 +23,7 @@ def check_batch_fits(net: Any, batch_size: int, rows: int) -> None:
     step = min(int(batch_size), int(rows))
     if step <= getattr(net, "_batch_memory_checked", ESTIMATE_BATCH):
         return
-    config = net._core_config()
+    config = engine_config(net)
     # The workspace alone: the network's arrays are allocated already, so free memory counts them.
     one, full = estimate_memory(config, 1), estimate_memory(config, step)
     need = {k: max(0, int(full[k]) - int(one[k])) for k in ("parameters", "lsh", "scratch", "total")}

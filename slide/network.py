@@ -131,7 +131,6 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange
         self.ranks = strategy_for(comm, self.mode, self.neighbours)  # one process, or this rank of an MPI job
-        self.comm = self.ranks.comm
         self.output_shard = (0, self.output_dim) if self.comm is None else self.ranks.output_shard(self.output_dim)
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
@@ -139,7 +138,7 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
 
     def _make_engine(self) -> None:
         """The engine's network, once its memory estimate fits what is available."""
-        config = self._core_config()
+        config = engine_config(self)
         self.memory_estimate: dict[str, int] = dict(estimate_memory(config, ESTIMATE_BATCH))
         what = f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim:,} network with " \
                f"{self.threads} threads"
@@ -153,9 +152,6 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         self._scan_cache = QuantizedCache()
 
     # ----------------------------------------------------------------- configuration
-    def _core_config(self):
-        return engine_config(self)
-
     def get_config(self) -> dict[str, Any]:
         """The constructor arguments, JSON-serialisable (callable schedules are not)."""
         return description.config_of(self)
@@ -167,6 +163,11 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         c["hidden_lsh"] = [LSHConfig.from_dict(h) if h else None for h in c.get("hidden_lsh", [])] or None
         c.update(overrides)
         return cls(**c)
+
+    @property
+    def comm(self) -> Any:
+        """This rank's communicator under MPI (`slide.distributed.communicator.Communicator`), else None."""
+        return self.ranks.comm
 
     @property
     def mode(self) -> str:
