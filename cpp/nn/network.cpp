@@ -208,11 +208,11 @@ void Network::prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int6
                        out.index()->config().batch_negatives};
 }
 
-std::int64_t Network::apply_updates(float lr, std::int64_t samples) {
+std::int64_t Network::apply_updates(float lr, std::int64_t samples, float gradient_scale) {
   if (samples <= 0) return 0;
   ++step;
   samples_seen += samples;
-  const float scale = 1.0f / static_cast<float>(samples);
+  const float scale = gradient_scale / static_cast<float>(samples);
   const OptimizerConfig& opt = config_.optimizer;
   const int T = config_.threads;
   std::vector<const std::vector<std::uint32_t>*> lists;

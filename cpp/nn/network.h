@@ -42,9 +42,11 @@ class Network {
   // Collects the batch's label union, from which sampled output layers draw shared negatives.
   void prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int64_t count);
 
-  // Optimizer step over the rows touched since the last call; `samples` is the batch size.
-  // Returns how many updated rows hold a NaN or inf afterwards (0 unless training diverged).
-  std::int64_t apply_updates(float lr, std::int64_t samples);
+  // Optimizer step over the rows touched since the last call; `samples` is the batch size, so the
+  // step follows the gradient of the batch's mean loss, times `gradient_scale` (the factor a caller
+  // outside, such as autograd, put on that loss). Returns how many updated rows hold a NaN or inf
+  // afterwards (0 unless training diverged).
+  std::int64_t apply_updates(float lr, std::int64_t samples, float gradient_scale = 1.0f);
   // Refresh the BF16 weight copies (precision="bf16") after the fp32 weights were written directly.
   void sync_low_precision();
   // Rehash / rebuild the sampled layers when their schedule says so.

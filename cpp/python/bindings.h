@@ -9,6 +9,7 @@ namespace py = pybind11;
 
 void bind_config(py::module_& m);
 void bind_network(py::module_& m);
+void bind_output_layer(py::module_& m);
 void bind_simd(py::module_& m);
 void bind_lsh(py::module_& m);
 void bind_data(py::module_& m);

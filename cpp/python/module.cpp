@@ -7,6 +7,7 @@ PYBIND11_MODULE(_core, m) {
   slide::python::bind_simd(m);
   slide::python::bind_lsh(m);
   slide::python::bind_network(m);
+  slide::python::bind_output_layer(m);
   slide::python::bind_data(m);
   slide::python::bind_skipgram(m);
   slide::python::bind_testing(m);

@@ -25,24 +25,19 @@ constexpr std::uint32_t kRowsPerPass = 512;
 // Samples whose scores for one output are checked against their bars together.
 constexpr std::size_t kLanes = 16;
 
-// Exact scores for a block of samples: hidden activations first, then the output layer as GEMMs
-// over slices of its rows (scores^T = W hidden^T), so every weight row streams through once.
-// With `log_normalizer`, also each sample's log sum_j exp(score_j) over every output (a running
-// max and sum per sample, block by block), so scores can become softmax probabilities.
-void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t begin, std::int64_t end, int k,
-                 std::int32_t* ids, float* scores, float* log_normalizer, const QuantizedRows* quantized) {
+// The output layer's exact scores for n samples' top hidden activations (`hidden`, n x h): GEMMs
+// over slices of its rows (scores^T = W hidden^T), so every weight row streams through once. Writes
+// each sample's top-k to ids/scores (row-major, k per sample). With `log_normalizer`, also each
+// sample's log sum_j exp(score_j) over every output (a running max and sum per sample, block by
+// block), so scores can become softmax probabilities.
+void score_block(Network& net, const float* hidden, std::size_t n, int k, std::int32_t* ids, float* scores,
+                 float* log_normalizer, const QuantizedRows* quantized) {
   const Kernels& kern = kernels();
   const Parameters& p = net.layers.back().params;
-  const std::size_t h = p.cols, n = static_cast<std::size_t>(end - begin);
-  std::vector<float> hidden(n * h);  // one row per sample
-  for (std::size_t b = 0; b < n; ++b) {
-    const Activations& act = net.forward_hidden(ts, sample_at(x, nullptr, begin + static_cast<std::int64_t>(b)),
-                                                Mode::kInferDense, ts.rng);
-    std::copy(act.values.begin(), act.values.begin() + static_cast<std::ptrdiff_t>(h), hidden.begin() + b * h);
-  }
+  const std::size_t h = p.cols;
   std::vector<TopK> best(n, TopK(k));
-  if (quantized && quantized_top_k(*quantized, p, hidden.data(), n, best)) {
-    for (std::size_t b = 0; b < n; ++b) best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
+  if (quantized && quantized_top_k(*quantized, p, hidden, n, best)) {
+    for (std::size_t b = 0; b < n; ++b) best[b].write(ids + b * k, scores + b * k);
     return;
   }
   std::vector<float> hidden_t(h * n);  // one column per sample
@@ -84,9 +79,23 @@ void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t 
     }
   }
   for (std::size_t b = 0; b < n; ++b) {
-    best[b].write(ids + (begin + b) * k, scores + (begin + b) * k);
-    if (log_normalizer) log_normalizer[begin + b] = static_cast<float>(run_max[b] + std::log(run_sum[b]));
+    best[b].write(ids + b * k, scores + b * k);
+    if (log_normalizer) log_normalizer[b] = static_cast<float>(run_max[b] + std::log(run_sum[b]));
   }
+}
+
+// Exact scores for a block of rows of x: their hidden activations, then score_block.
+void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t begin, std::int64_t end, int k,
+                 std::int32_t* ids, float* scores, float* log_normalizer, const QuantizedRows* quantized) {
+  const std::size_t h = net.layers.back().params.cols, n = static_cast<std::size_t>(end - begin);
+  std::vector<float> hidden(n * h);  // one row per sample
+  for (std::size_t b = 0; b < n; ++b) {
+    const Activations& act = net.forward_hidden(ts, sample_at(x, nullptr, begin + static_cast<std::int64_t>(b)),
+                                                Mode::kInferDense, ts.rng);
+    std::copy(act.values.begin(), act.values.begin() + static_cast<std::ptrdiff_t>(h), hidden.begin() + b * h);
+  }
+  score_block(net, hidden.data(), n, k, ids + begin * k, scores + begin * k,
+              log_normalizer ? log_normalizer + begin : nullptr, quantized);
 }
 
 void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t row, int k, std::int32_t* ids,
@@ -102,17 +111,25 @@ void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t r
 
 }  // namespace
 
+namespace {
+
+// The int8 scan's rows when it is asked for or pays (a wide layer, enough samples, no normaliser).
+std::shared_ptr<const QuantizedRows> quantized_rows(Network& net, std::int64_t samples, bool normalizer,
+                                                    ExactScan scan, QuantizedCache* cache) {
+  const Parameters& p = net.layers.back().params;
+  const bool int8 = !normalizer && (scan == ExactScan::kInt8 ||
+                                    (scan == ExactScan::kAuto && p.rows >= kQuantizedScanMinRows &&
+                                     samples >= kQuantizedScanMinSamples));
+  if (!int8) return nullptr;
+  return cache ? cache->get(p, net.threads()) : std::make_shared<const QuantizedRows>(quantize_rows(p, net.threads()));
+}
+
+}  // namespace
+
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
                    float* log_normalizer, ExactScan scan, QuantizedCache* cache) {
   if (dense) {
-    const Parameters& p = net.layers.back().params;
-    const bool int8 = !log_normalizer && (scan == ExactScan::kInt8 ||
-                                          (scan == ExactScan::kAuto && p.rows >= kQuantizedScanMinRows &&
-                                           x.rows >= kQuantizedScanMinSamples));
-    std::shared_ptr<const QuantizedRows> quantized;
-    if (int8)
-      quantized = cache ? cache->get(p, net.threads())
-                        : std::make_shared<const QuantizedRows>(quantize_rows(p, net.threads()));
+    const auto quantized = quantized_rows(net, x.rows, log_normalizer != nullptr, scan, cache);
     parallel_rows(net, x.rows, kBlock, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {
       dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer, quantized.get());
     });
@@ -121,6 +138,16 @@ void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int3
       for (std::int64_t r = b; r < e; ++r) sparse_one(net, ts, x, r, k, ids, scores);
     });
   }
+}
+
+void top_k_of_hidden(Network& net, const float* hidden, std::int64_t rows, int k, std::int32_t* ids, float* scores,
+                     float* log_normalizer, ExactScan scan, QuantizedCache* cache) {
+  const auto quantized = quantized_rows(net, rows, log_normalizer != nullptr, scan, cache);
+  const std::size_t h = net.layers.back().params.cols;
+  parallel_rows(net, rows, kBlock, [&](ThreadState&, std::int64_t b, std::int64_t e) {
+    score_block(net, hidden + b * h, static_cast<std::size_t>(e - b), k, ids + b * k, scores + b * k,
+                log_normalizer ? log_normalizer + b : nullptr, quantized.get());
+  });
 }
 
 void hidden_representation(Network& net, const CsrFloat& x, float* out) {

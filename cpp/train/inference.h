@@ -20,6 +20,12 @@ void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int3
                    float* log_normalizer = nullptr, ExactScan scan = ExactScan::kAuto,
                    QuantizedCache* cache = nullptr);
 
+// predict_top_k's exact scan for rows x K top hidden activations given as they are (row-major),
+// computed by another framework's encoder (slide.torch).
+void top_k_of_hidden(Network& net, const float* hidden, std::int64_t rows, int k, std::int32_t* ids, float* scores,
+                     float* log_normalizer = nullptr, ExactScan scan = ExactScan::kAuto,
+                     QuantizedCache* cache = nullptr);
+
 // The top hidden layer's activations of every row of x: out holds rows x width floats.
 void hidden_representation(Network& net, const CsrFloat& x, float* out);
 

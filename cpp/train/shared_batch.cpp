@@ -1,64 +1,33 @@
 #include "train/shared_batch.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 
 #include "common/aligned_array.h"
-#include "common/parallel.h"
-#include "simd/kernels.h"
+#include "train/output_batch.h"
 #include "train/parallel_rows.h"
 
 namespace slide {
 
 namespace {
 
-// Output neurons per pass: B x kChunk logits (8 MB at B = 256) stay in the last-level cache.
-constexpr std::size_t kChunk = 8192;
-
-struct Range {
-  std::size_t begin, end;
-};
-
-// Part `t` of `parts` of [0, n), boundaries on multiples of `align` so GEMM tiles stay whole.
-Range share(std::size_t n, int parts, int t, std::size_t align) {
-  const std::size_t blocks = (n + align - 1) / align;
-  const std::size_t b0 = blocks * t / parts, b1 = blocks * (t + 1) / parts;
-  return {std::min(n, b0 * align), std::min(n, b1 * align)};
-}
-
 class SharedBatch {
  public:
   SharedBatch(Network& net, const CsrFloat& x, const CsrIds& y)
       : net_(net),
         w_(net.batch_workspace()),
-        out_(net.layers.back()),
-        p_(out_.params),
         x_(x),
         y_(y),
-        k_(kernels()),
-        T_(net.threads()),
-        K_(p_.cols),
-        ldh_(padded_stride(p_.cols)),
-        comm_(net.collective()),
-        shard_(net.config().output_shard) {}
+        K_(net.layers.back().params.cols),
+        ldh_(padded_stride(net.layers.back().params.cols)),
+        comm_(net.collective()) {}
 
   BatchStats run(const std::int64_t* rows, std::int64_t count) {
-    BatchStats stats;
     w_.rows.clear();
     for (std::int64_t i = 0; i < count; ++i)  // a sample without labels has nothing to learn
       if (y_.indptr[rows[i] + 1] > y_.indptr[rows[i]]) w_.rows.push_back(rows[i]);
-    B_ = w_.rows.size();
     hidden_forward();
-    if (comm_) share_samples();  // B_ becomes every rank's samples
-    if (B_ == 0) return stats;
-    stats.retrieved = static_cast<std::int64_t>(choose_outputs()) * static_cast<std::int64_t>(B_);
-    output_gradients();
-    hidden_backward();
-    stats.samples = static_cast<std::int64_t>(B_);
-    stats.active = static_cast<std::int64_t>(N_ * B_);
-    for (std::size_t b = 0; b < B_; ++b) stats.loss += w_.loss[b];
+    const BatchStats stats = output_batch_gradients(net_, w_.rows.size());
+    if (stats.samples) hidden_backward();
     return stats;
   }
 
@@ -67,18 +36,10 @@ class SharedBatch {
   // samples at one position of a batch do not drop the same features.
   std::int64_t key(std::int64_t b) const { return comm_ ? (std::int64_t{comm_->rank()} << 40) + b : b; }
 
-  std::uint32_t neuron(std::size_t position) const {
-    return ids_ ? ids_[position] : static_cast<std::uint32_t>(position);
-  }
-
-  // Per sample: the layers below the output, and (sampled output) the sample's buckets.
+  // Per sample: the layers below the output.
   void hidden_forward() {
-    w_.hidden.assign(B_ * ldh_, 0.0f);
-    L_ = out_.sampled() ? out_.index()->config().l : 0;
-    const int L = L_;
-    w_.buckets.resize(B_ * L);
-    w_.first = 0;
-    w_.held = B_;
+    const std::size_t B = w_.rows.size();
+    w_.hidden.assign(B * ldh_, 0.0f);
     w_.label_ptr.assign(1, 0);
     w_.labels.clear();
     for (std::int64_t r : w_.rows) {
@@ -86,268 +47,12 @@ class SharedBatch {
         w_.labels.push_back(static_cast<std::uint32_t>(y_.indices[q]));
       w_.label_ptr.push_back(static_cast<std::int64_t>(w_.labels.size()));
     }
-    parallel_rows(net_, static_cast<std::int64_t>(B_), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
+    parallel_rows(net_, static_cast<std::int64_t>(B), 4, [&](ThreadState& ts, std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) {
         const Activations& h = net_.forward_hidden(ts, sample_at(x_, &y_, w_.rows[b], key(b)), Mode::kTrain, ts.rng);
-        float* hb = &w_.hidden[b * ldh_];
-        std::copy(h.values.begin(), h.values.begin() + K_, hb);
-        if (L) out_.index()->family().buckets(hb, &w_.buckets[b * L], ts.layers.back().hash);
+        std::copy(h.values.begin(), h.values.begin() + K_, &w_.hidden[b * ldh_]);
       }
     });
-  }
-
-  // The shared output neurons; returns how many candidates the tables retrieved.
-  std::uint32_t choose_outputs() {
-    if (!out_.sampled()) {
-      ids_ = nullptr;
-      N_ = p_.rows;
-      return 0;
-    }
-    if (!w_.active) w_.active = std::make_unique<SharedActiveSet>(net_.config().outputs(), shard_, p_.rows, T_);
-    const LshConfig& c = out_.index()->config();
-    const std::uint32_t retrieved =
-        w_.active->build(out_.index()->tables(), w_.buckets.data(), B_, w_.labels,
-                         static_cast<std::size_t>(c.batch_active), static_cast<std::size_t>(c.min_active),
-                         net_.state(0).rng, comm_);
-    ids_ = w_.active->ids().data();
-    N_ = w_.active->ids().size();
-    return retrieved;
-  }
-
-  // Logits of output positions [c0, c0 + nc) for every sample, bias included, into w_.logits.
-  void chunk_logits(std::size_t c0, std::size_t nc) {
-    const bool gather = ids_ != nullptr;
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(nc, team, t, 16);
-      for (std::size_t n = r.begin; n < r.end; ++n) {
-        const std::uint32_t j = neuron(c0 + n);
-        const float* row = p_.row(j);
-        if (p_.has_bf16()) {  // precision="bf16": the passes read the rounded copy, as per sample
-          k_.from_bf16(p_.row_bf16(j), &w_.weights[n * ldh_], K_);
-          row = &w_.weights[n * ldh_];
-        } else if (gather) {
-          std::copy(row, row + K_, &w_.weights[n * ldh_]);
-        }
-        for (std::size_t q = 0; q < K_; ++q) w_.weights_t[q * ldc_ + n] = row[q];
-        w_.bias[n] = p_.bias[j];
-      }
-    });
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(nc, team, t, 32);
-      if (r.end > r.begin)
-        k_.gemm(B_, r.end - r.begin, K_, w_.hidden.data(), ldh_, &w_.weights_t[r.begin], ldc_, &w_.logits[r.begin],
-                ldc_, false);
-    });
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(B_, team, t, 1);
-      for (std::size_t b = r.begin; b < r.end; ++b) k_.axpy(1.0f, w_.bias.data(), &w_.logits[b * ldc_], nc);
-    });
-  }
-
-  // Folds a chunk into each sample's running max and sum of exp (online softmax). With one chunk
-  // (`keep_exp`) the exponentials stay in the logits buffer for the gradient.
-  void accumulate_normalisers(std::size_t nc, bool keep_exp) {
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(B_, team, t, 1);
-      for (std::size_t b = r.begin; b < r.end; ++b) {
-        float* z = &w_.logits[b * ldc_];
-        const float m = std::max(w_.row_max[b], k_.max_value(z, nc));
-        const float sum = k_.exp_sum(z, keep_exp ? z : w_.scratch.data() + t * ldc_, nc, m);
-        w_.row_sum[b] = w_.row_sum[b] * std::exp(w_.row_max[b] - m) + sum;
-        w_.row_max[b] = m;
-      }
-    });
-  }
-
-  // One chunk's logits (or, with `have_exp`, their exp(z - row max)) -> dL/dlogits in place:
-  // softmax minus the target, which spreads 1/|labels| over the sample's labels. Adds the labels'
-  // share of the loss.
-  void chunk_softmax_gradient(std::size_t c0, std::size_t nc, bool have_exp) {
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(B_, team, t, 1);
-      for (std::size_t b = r.begin; b < r.end; ++b) {
-        float* z = &w_.logits[b * ldc_];
-        if (have_exp) {
-          const float inv = w_.row_scale[b];
-          for (std::size_t n = 0; n < nc; ++n) z[n] *= inv;
-        } else {
-          k_.exp_sum(z, z, nc, w_.row_max[b] + std::log(w_.row_sum[b]));
-        }
-        const std::int64_t r0 = w_.label_ptr[b], r1 = w_.label_ptr[b + 1];
-        const float target = 1.0f / static_cast<float>(r1 - r0);
-        for (std::int64_t q = r0; q < r1; ++q) {
-          const std::uint32_t label = w_.labels[static_cast<std::size_t>(q)];
-          const std::uint32_t pos = ids_ ? w_.active->position(label) : held_row(label);
-          if (pos < c0 || pos >= c0 + nc) continue;
-          w_.loss[b] -= target * std::log(std::max(z[pos - c0], 1e-30f));
-          z[pos - c0] -= target;
-        }
-      }
-    });
-  }
-
-  // dL/dhidden += G W, and the chunk's weight and bias gradients G^T H.
-  void chunk_backward(std::size_t c0, std::size_t nc) {
-    const bool gathered = ids_ != nullptr;
-    const bool copied = gathered || p_.has_bf16();  // the chunk's rows sit in w_.weights
-    const float* wa = copied ? w_.weights.data() : p_.row(static_cast<std::uint32_t>(c0));
-    const std::size_t ldw = copied ? ldh_ : p_.stride;
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(B_, team, t, 1);
-      if (r.end > r.begin)
-        k_.gemm(r.end - r.begin, K_, nc, &w_.logits[r.begin * ldc_], ldc_, wa, ldw, &w_.hidden_delta[r.begin * ldh_],
-                ldh_, c0 > 0);
-    });
-    parallel_team(T_, [&](int t, int team) {  // G^T, so the weight gradient is a plain product too
-      const Range r = share(nc, team, t, 16);
-      for (std::size_t n = r.begin; n < r.end; ++n)
-        for (std::size_t b = 0; b < B_; ++b) w_.logits_t[n * B_ + b] = w_.logits[b * ldc_ + n];
-    });
-    parallel_team(T_, [&](int t, int team) {
-      const Range r = share(nc, team, t, 6);
-      if (r.end == r.begin) return;
-      const float* gt = &w_.logits_t[r.begin * B_];
-      if (!gathered) {  // rows of a dense layer are contiguous: accumulate in place
-        k_.gemm(r.end - r.begin, K_, B_, gt, B_, w_.hidden.data(), ldh_, p_.grad_row(static_cast<std::uint32_t>(c0 + r.begin)),
-                p_.stride, true);
-      } else {
-        k_.gemm(r.end - r.begin, K_, B_, gt, B_, w_.hidden.data(), ldh_, &w_.weight_grad[r.begin * ldh_], ldh_, false);
-      }
-      std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
-      for (std::size_t n = r.begin; n < r.end; ++n) {
-        const std::uint32_t j = neuron(c0 + n);
-        const float* g = &w_.logits_t[n * B_];
-        float db = 0.0f;
-        for (std::size_t b = 0; b < B_; ++b) db += g[b];
-        p_.bias_grad[j] += db;
-        if (!gathered) continue;
-        k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
-        if (p_.claim(j)) {
-          touched.push_back(j);
-          out_.index()->mark_updated(j);
-        }
-      }
-    });
-  }
-
-  void output_gradients() {
-    const std::size_t chunk = std::min(N_, kChunk);
-    ldc_ = chunk_stride(chunk);
-    w_.logits.resize(B_ * ldc_);
-    w_.logits_t.resize(chunk * B_);
-    w_.weights_t.resize(K_ * ldc_);
-    w_.bias.resize(chunk);
-    if (ids_ || p_.has_bf16()) w_.weights.resize(chunk * ldh_);
-    if (ids_) w_.weight_grad.resize(chunk * ldh_);
-    w_.hidden_delta.assign(B_ * ldh_, 0.0f);
-    w_.row_max.assign(B_, -std::numeric_limits<float>::infinity());
-    w_.row_sum.assign(B_, 0.0f);
-    w_.loss.assign(B_, 0.0f);
-    const bool one_pass = N_ <= chunk;
-    if (!one_pass) {
-      w_.scratch.resize(static_cast<std::size_t>(T_) * ldc_);
-      for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
-        chunk_logits(c0, std::min(chunk, N_ - c0));
-        accumulate_normalisers(std::min(chunk, N_ - c0), false);
-      }
-    } else if (N_ > 0) {
-      chunk_logits(0, N_);
-      accumulate_normalisers(N_, true);
-    }
-    combine_normalisers();
-    for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
-      const std::size_t nc = std::min(chunk, N_ - c0);
-      if (!one_pass) chunk_logits(c0, nc);
-      chunk_softmax_gradient(c0, nc, one_pass);
-      chunk_backward(c0, nc);
-    }
-    if (comm_) {  // each rank takes back dL/d hidden of its own samples, summed over the shards
-      std::vector<std::size_t> counts(w_.rank_samples.size());
-      for (std::size_t r = 0; r < counts.size(); ++r) counts[r] = w_.rank_samples[r] * ldh_;
-      w_.held_delta.resize(std::max<std::size_t>(1, w_.held * ldh_));
-      comm_->sum_scatter(w_.hidden_delta.data(), counts, w_.held_delta.data());
-    }
-  }
-
-  // Each sample's softmax normaliser over every shard: the max of the shards' maxima, and their
-  // sums of exp rescaled to it. Sets row_scale, which turns a one-pass chunk's exp(z - this
-  // shard's max) into probabilities.
-  void combine_normalisers() {
-    w_.row_scale.resize(B_);
-    if (!comm_) {
-      for (std::size_t b = 0; b < B_; ++b) w_.row_scale[b] = 1.0f / w_.row_sum[b];
-      return;
-    }
-    w_.local_max = w_.row_max;
-    comm_->max(w_.row_max.data(), B_);
-    const float none = -std::numeric_limits<float>::infinity();  // a shard with no neuron in the set
-    for (std::size_t b = 0; b < B_; ++b)
-      if (w_.local_max[b] != none) w_.row_sum[b] *= std::exp(w_.local_max[b] - w_.row_max[b]);
-    comm_->sum(w_.row_sum.data(), B_);
-    for (std::size_t b = 0; b < B_; ++b)
-      w_.row_scale[b] = w_.local_max[b] == none ? 0.0f : std::exp(w_.local_max[b] - w_.row_max[b]) / w_.row_sum[b];
-  }
-
-  // The row of this shard holding global output `label`, or kAbsent (dense output layer).
-  std::uint32_t held_row(std::uint32_t label) const {
-    return label >= shard_.offset && label - shard_.offset < p_.rows ? label - shard_.offset
-                                                                     : SharedActiveSet::kAbsent;
-  }
-
-  // Under MPI: every rank's samples (top hidden activations, buckets and labels) to every rank, in
-  // rank order, so each shard scores the whole batch.
-  void share_samples() {
-    const std::size_t held = B_, L = static_cast<std::size_t>(L_);
-    std::vector<std::uint32_t>& out = w_.packed;
-    out.assign(1, static_cast<std::uint32_t>(held));
-    for (std::size_t b = 0; b < held; ++b) {
-      const std::size_t at = out.size();
-      out.resize(at + K_);
-      std::memcpy(&out[at], &w_.hidden[b * ldh_], K_ * sizeof(float));
-    }
-    out.insert(out.end(), w_.buckets.begin(), w_.buckets.begin() + static_cast<std::ptrdiff_t>(held * L));
-    for (std::size_t b = 0; b < held; ++b)
-      out.push_back(static_cast<std::uint32_t>(w_.label_ptr[b + 1] - w_.label_ptr[b]));
-    out.insert(out.end(), w_.labels.begin(), w_.labels.end());
-    comm_->gather(out.data(), out.size() * sizeof(std::uint32_t), w_.gathered, w_.gathered_bytes);
-
-    const std::size_t ranks = w_.gathered_bytes.size();
-    w_.rank_samples.assign(ranks, 0);
-    std::size_t total = 0;
-    for (std::size_t r = 0, at = 0; r < ranks; at += w_.gathered_bytes[r], ++r) {
-      std::uint32_t n;
-      std::memcpy(&n, w_.gathered.data() + at, sizeof(n));
-      w_.rank_samples[r] = n;
-      if (static_cast<int>(r) == comm_->rank()) w_.first = total;
-      total += n;
-    }
-    w_.held = held;
-    B_ = total;
-    w_.hidden.assign(B_ * ldh_, 0.0f);
-    w_.buckets.resize(B_ * L);
-    w_.labels.clear();
-    w_.label_ptr.assign(1, 0);
-    std::size_t b = 0;
-    for (std::size_t r = 0, at = 0; r < ranks; at += w_.gathered_bytes[r], ++r) {
-      const std::uint8_t* part = w_.gathered.data() + at;
-      const std::size_t n = w_.rank_samples[r];
-      const std::uint8_t* hidden = part + sizeof(std::uint32_t);
-      const std::uint8_t* buckets = hidden + n * K_ * sizeof(float);
-      const std::uint8_t* counts = buckets + n * L * sizeof(std::uint32_t);
-      const std::uint8_t* labels = counts + n * sizeof(std::uint32_t);
-      for (std::size_t i = 0; i < n; ++i) {
-        std::memcpy(&w_.hidden[(b + i) * ldh_], hidden + i * K_ * sizeof(float), K_ * sizeof(float));
-        std::uint32_t c;
-        std::memcpy(&c, counts + i * sizeof(c), sizeof(c));
-        const std::size_t start = w_.labels.size();
-        w_.labels.resize(start + c);
-        if (c) std::memcpy(&w_.labels[start], labels, c * sizeof(std::uint32_t));
-        labels += c * sizeof(std::uint32_t);
-        w_.label_ptr.push_back(static_cast<std::int64_t>(w_.labels.size()));
-      }
-      if (L && n) std::memcpy(&w_.buckets[b * L], buckets, n * L * sizeof(std::uint32_t));
-      b += n;
-    }
   }
 
   // Per sample, from dL/dhidden down through the hidden layers and the embedding.
@@ -372,18 +77,10 @@ class SharedBatch {
 
   Network& net_;
   BatchWorkspace& w_;
-  FcLayer& out_;
-  Parameters& p_;
   const CsrFloat& x_;
   const CsrIds& y_;
-  const Kernels& k_;
-  const int T_;
   const std::size_t K_, ldh_;
   Collective* const comm_;
-  const OutputShard shard_;
-  std::size_t B_ = 0, N_ = 0, ldc_ = 0;
-  int L_ = 0;
-  const std::uint32_t* ids_ = nullptr;
 };
 
 }  // namespace

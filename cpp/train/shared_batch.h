@@ -1,9 +1,6 @@
-// Gradients for a batch whose output layer trains as matrix products: every sample is scored
-// against one shared set of output neurons, the whole layer when it is dense, or the batch's labels
-// plus its samples' most frequent LSH candidates (lsh.batch_active) when it is sampled: SLIDE's hard
-// negatives at GEMM speed. The layers below the output still run per sample, HOGWILD. Output sets
-// wider than a chunk take an online-softmax pass first and recompute their logits chunk by chunk,
-// so memory stays B x chunk whatever the layer width.
+// Gradients for a batch whose output layer trains as matrix products (train/output_batch.h): the
+// layers below the output run per sample, HOGWILD, and hand the output layer the batch's top hidden
+// activations; its dL/dhidden comes back down through them per sample.
 #pragma once
 #include <cstdint>
 
