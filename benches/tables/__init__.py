@@ -63,6 +63,7 @@ BLOCKS: dict[str, Block] = {
     "compare_catalogue_ablation_timeline": _one("compare-catalogue-ablation/compare.json", baselines.timeline),
     "time_to_accuracy": _one("time_to_accuracy.json", baselines.time_to_accuracy),
     "precision_cost": _one("precision_cost.json", baselines.precision_cost),
+    "torch_layer": _one("torch_layer.json", baselines.torch_layer),
     # the engine
     "engine_amazon670k": _one("engine_amazon670k.json", engine.engine_amazon670k),
     "ablation_amazon670k": _one("ablation_amazon670k.json", engine.ablation_amazon670k),

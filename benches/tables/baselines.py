@@ -125,3 +125,38 @@ def precision_cost(result: dict, name: str = "precision_cost.json") -> str:
              f"{result['batch_size']}, the configurations round-robin {result['repeats']} times, medians")
     return source(name, result, extra=extra) + "\n\n" + table(
         ["mode", "Adam fp32", "Adam bf16", "SGD fp32", "SGD bf16"], rows)
+
+
+TORCH_HEADS = {"extreme": "encoder + slide.torch.ExtremeOutput", "sampled": "encoder + PyTorch sampled softmax",
+               "full": "encoder + full softmax"}
+
+
+def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
+    """One encoder, three output layers, per data set: speed, accuracy over time, and the layer's targets."""
+    c = result["config"]
+    rows, judged = [], []
+    for data, entry in result["datasets"].items():
+        results, src = entry["results"], entry["source"]
+        full = results.get("full", {}).get("samples_per_second")
+        for head, r in results.items():
+            points = " / ".join(f"{p['P@1']:.3f} ({p['train_seconds']:.0f} s)" for p in r["timeline"])
+            rows.append([f"{data} ({src['labels']:,} labels)", TORCH_HEADS.get(head, head),
+                         integer(r["samples_per_second"]), ratio(r["samples_per_second"] / full) if full else "-",
+                         points, _final(r), gib(r["peak_rss_bytes"])])
+        v = entry.get("verdicts", {})
+        if v:
+            share = v.get("time_share_of_sampled")
+            margin = v.get("lowest_margin_at_equal_time")
+            judged.append(
+                f"- {data}: ExtremeOutput trains {v.get('samples_per_second_vs_full', float('nan')):g}x the samples/s "
+                f"of the full softmax; it reaches sampled softmax's last P@1 ({v.get('sampled_final_p1', 0):.3f}) "
+                + (f"after {share:.0%} of sampled softmax's training time" if share is not None else "not at all")
+                + (f"; its lowest P@1 margin over either at equal training time is {margin:+.3f}"
+                   if margin is not None else ""))
+    extra = (f"batch {c['batch_size']}, lr {c['lr']:g}, {c['budget']:g} s of training per system (or "
+             f"{c['max_epochs']} epochs), P@1 on {c['checkpoint_test']:,} test points at {c['checkpoints']} checkpoints, "
+             f"final scores on every test point; generated data: {c['train']:,} training and {c['test']:,} test points")
+    return (source(name, result, extra=extra) + "\n\n"
+            + table(["data", "system", "samples/s", "vs full", "P@1 (training seconds) at each checkpoint",
+                     "final P@1 / P@3 / P@5", "peak RSS"], rows)
+            + ("\n\n" + "\n".join(judged) if judged else ""))

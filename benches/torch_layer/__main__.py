@@ -1,0 +1,161 @@
+"""The same PyTorch encoder ending in slide's ExtremeOutput, a full softmax and PyTorch sampled
+softmax, side by side on Amazon-670K-shaped data (670,091 outputs) and on a real set with many
+labels from benches.real_suite (default: debian-deps, 15,789 labels):
+
+    pip install ".[torch,real-suite]"
+    python -m benches.real_suite --build-only --sets debian-deps       # the real set, once
+    python -m benches.torch_layer [--budget 120] [--real-set debian-deps]
+
+Each system trains in its own process (so its peak RSS is its own) for --budget seconds of
+training time, is scored exactly (P@1/3/5, PSP@1/3/5) on 2,000 test points at evenly spaced
+checkpoints and on the whole test set at the end (benches/compare/protocol.py). Writes
+benches/results/torch_layer.json, with the targets of the layer's issue judged from the timelines:
+ExtremeOutput's samples/s against full softmax's, the training time it takes to reach the P@1
+sampled softmax ends with, and its lowest margin over either at equal training time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .systems import HEADS
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULT = ROOT / "benches" / "results" / "torch_layer.json"
+
+
+def child(args) -> None:
+    from ..compare.protocol import load, run
+    from .systems import EncoderSystem
+
+    data = load(Path(args.data))
+    system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
+                 checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log)
+    print(json.dumps({"system": args.child, **result}))
+
+
+def write_real(real_dir: Path, name: str, out: Path) -> dict:
+    import scipy.sparse as sp
+
+    from slide.datasets import load_xc
+
+    folder = real_dir / name
+    if not (folder / "build.json").is_file():
+        raise SystemExit(f"{folder} is not a built real-suite set; run python -m benches.real_suite --build-only "
+                         f"--sets {name} --data-dir {real_dir}")
+    record = json.loads((folder / "build.json").read_text())
+    for part, (x, y) in (("train", ("Xtr", "Ytr")), ("test", ("Xte", "Yte"))):
+        split = load_xc(folder / f"{part}.txt", cache=False)
+        sp.save_npz(out / f"{x}.npz", split.X, compressed=False)
+        sp.save_npz(out / f"{y}.npz", split.Y, compressed=False)
+    return {"name": name, "labels": record["labels"], "train_points": record["train_points"],
+            "test_points": record["test_points"], "sha256": record["sha256"]}
+
+
+def run_child(head: str, data_dir: Path, args) -> dict:
+    cmd = [sys.executable, "-m", "benches.torch_layer", "--child", head, "--data", str(data_dir), "--threads",
+           str(args.threads), "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--budget",
+           str(args.budget), "--max-epochs", str(args.max_epochs), "--checkpoints", str(args.checkpoints),
+           "--checkpoint-test", str(args.checkpoint_test)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    if r.returncode:
+        raise SystemExit(f"{head} failed (exit {r.returncode}); see its output above")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def p1_at(timeline: list, t: float) -> "float | None":
+    """A system's checkpoint P@1 at training time t, linear between its checkpoints; None outside them."""
+    times = [c["train_seconds"] for c in timeline]
+    if not times or t < times[0] or t > times[-1]:
+        return None
+    return float(np.interp(t, times, [c["P@1"] for c in timeline]))
+
+
+def verdicts(results: dict) -> dict:
+    ext, sampled, full = results["extreme"], results.get("sampled"), results.get("full")
+    out: dict = {}
+    if full:
+        out["samples_per_second_vs_full"] = round(ext["samples_per_second"] / full["samples_per_second"], 2)
+    if sampled:
+        goal = sampled["timeline"][-1]["P@1"]
+        reached = next((c["train_seconds"] for c in ext["timeline"] if c["P@1"] >= goal), None)
+        out["sampled_final_p1"] = goal
+        out["seconds_to_sampled_final_p1"] = reached
+        out["time_share_of_sampled"] = None if reached is None else round(reached / sampled["train_seconds"], 3)
+    margins = []
+    for c in ext["timeline"]:
+        for other in (sampled, full):
+            p = p1_at(other["timeline"], c["train_seconds"]) if other else None
+            if p is not None:
+                margins.append(c["P@1"] - p)
+    out["lowest_margin_at_equal_time"] = round(min(margins), 4) if margins else None
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", type=int, default=100_000, help="generated training points")
+    ap.add_argument("--test", type=int, default=10_000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--budget", type=float, default=120.0, help="training seconds per system")
+    ap.add_argument("--max-epochs", type=int, default=10)
+    ap.add_argument("--checkpoints", type=int, default=8)
+    ap.add_argument("--checkpoint-test", type=int, default=2_000)
+    ap.add_argument("--heads", nargs="*", default=list(HEADS), choices=HEADS)
+    ap.add_argument("--real-dir", type=Path, default=None, help="real-suite data (default: the suite's own)")
+    ap.add_argument("--real-set", default="debian-deps", help="a real-suite set, or '' for none")
+    ap.add_argument("--out", type=Path, default=RESULT)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return 0
+    from ..compare.runner import generated_data
+    from ..environment import describe
+    from ..real_suite.files import DEFAULT_DATA_DIR
+
+    report = {"benchmark": "torch_layer", "environment": describe(args.threads),
+              "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                         if k not in ("child", "data", "out")}, "datasets": {}}
+    with generated_data(args.train, args.test) as data_dir:
+        report["datasets"]["amazon670k"] = run_dataset(
+            {"name": "amazon670k", "labels": 670_091, "generator": "slide.datasets.synthetic_amazon670k",
+             "train_points": args.train, "test_points": args.test}, data_dir, args)
+    if args.real_set:
+        with tempfile.TemporaryDirectory() as tmp:
+            source = write_real(args.real_dir or DEFAULT_DATA_DIR, args.real_set, Path(tmp))
+            report["datasets"][args.real_set] = run_dataset(source, Path(tmp), args)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def run_dataset(source: dict, data_dir: Path, args) -> dict:
+    print(f"{source['name']} ({source['labels']:,} labels):", flush=True)
+    results = {}
+    for head in args.heads:
+        print(f" {head}:", flush=True)
+        results[head] = run_child(head, data_dir, args)
+        r = results[head]
+        print(f"  {r['samples_per_second']:,.0f} samples/s, final P@1 {r['final']['P@1']:.4f}, "
+              f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
+    entry = {"source": source, "results": results}
+    if "extreme" in results:
+        entry["verdicts"] = verdicts(results)
+        print(f" verdicts: {entry['verdicts']}", flush=True)
+    return entry
+
+
+if __name__ == "__main__":
+    sys.exit(main())

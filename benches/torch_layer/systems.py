@@ -1,0 +1,107 @@
+"""One PyTorch encoder (a sparse-input EmbeddingBag -> 128, bias, ReLU; sparse Adam on the
+embedding, Adam on the bias) ending in one of three output layers, all trained from the same
+torch loop with the same batch size, learning rate and threads:
+
+- extreme: `slide.torch.ExtremeOutput` (mode "batch": the batch's labels and its LSH candidates);
+- sampled: PyTorch sampled softmax, the batch's labels plus `negatives` shared uniform negatives,
+           as one matrix product, with sparse Adam on the output rows;
+- full:    a full `nn.Linear`-style softmax over every output, Adam.
+
+Each is a `benches.compare.protocol` system: train(rows) and top_k(X, k)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+HIDDEN = 128
+HEADS = ("extreme", "sampled", "full")
+
+
+class EncoderSystem:
+    def __init__(self, data: dict, head: str, threads: int, batch_size: int, lr: float, negatives: int = 4096,
+                 seed: int = 0) -> None:
+        import torch
+        import torch.nn as nn
+
+        if head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, got {head!r}")
+        torch.set_num_threads(threads)
+        torch.manual_seed(seed)
+        self.torch, self.head, self.batch_size, self.negatives = torch, head, batch_size, negatives
+        self.X, self.Y = data["Xtr"], data["Ytr"]
+        d_in, self.d_out = self.X.shape[1], self.Y.shape[1]
+        self.emb = nn.EmbeddingBag(d_in, HIDDEN, mode="sum", sparse=True)
+        nn.init.normal_(self.emb.weight, std=0.1)
+        self.bias = nn.Parameter(torch.zeros(HIDDEN))
+        self.opts = [torch.optim.SparseAdam([self.emb.weight], lr=lr), torch.optim.Adam([self.bias], lr=lr)]
+        self.rng = np.random.default_rng(seed)
+        if head == "extreme":
+            from slide.torch import ExtremeOutput
+
+            self.layer = ExtremeOutput(HIDDEN, self.d_out, lr=lr, threads=threads, seed=seed)
+            self.opts.append(self.layer.optimizer)
+            return
+        sparse = head == "sampled"
+        self.out = nn.Embedding(self.d_out, HIDDEN, sparse=sparse)  # one row per output
+        nn.init.normal_(self.out.weight, std=1 / math.sqrt(HIDDEN))
+        self.out_b = nn.Embedding(self.d_out, 1, sparse=sparse)
+        nn.init.zeros_(self.out_b.weight)
+        params = [self.out.weight, self.out_b.weight]
+        self.opts.append(torch.optim.SparseAdam(params, lr=lr) if sparse else torch.optim.Adam(params, lr=lr))
+
+    def encode(self, X):
+        t = self.torch
+        h = self.emb(t.from_numpy(X.indices.astype(np.int64)), t.from_numpy(X.indptr[:-1].astype(np.int64)),
+                     per_sample_weights=t.from_numpy(X.data.astype(np.float32)))
+        return t.relu(h + self.bias)
+
+    def _loss(self, h, Y, counts):
+        """Softmax cross-entropy with each row's labels sharing the target, as ExtremeOutput trains."""
+        t = self.torch
+        if self.head == "extreme":
+            return self.layer(h, Y)
+        label_rows = np.repeat(np.arange(len(counts)), counts)
+        if self.head == "sampled":
+            cands = np.unique(np.concatenate([Y.indices, self.rng.integers(0, self.d_out, self.negatives)]))
+            cols = np.searchsorted(cands, Y.indices)
+            idx = t.from_numpy(cands.astype(np.int64))
+            logits = h @ self.out(idx).T + self.out_b(idx).T
+        else:
+            cols = Y.indices
+            logits = h @ self.out.weight.T + self.out_b.weight.T
+        true = logits[t.from_numpy(label_rows), t.from_numpy(cols.astype(np.int64))]
+        weight = t.from_numpy((1.0 / counts[label_rows]).astype(np.float32))
+        return (t.logsumexp(logits, dim=1).sum() - (weight * true).sum()) / len(counts)
+
+    def _step(self, rows: np.ndarray) -> None:
+        X, Y = self.X[rows], self.Y[rows]
+        counts = np.diff(Y.indptr)
+        keep = counts > 0
+        if not keep.any():
+            return
+        X, Y, counts = X[keep], Y[keep], counts[keep]
+        for o in self.opts:
+            o.zero_grad()
+        self._loss(self.encode(X), Y, counts).backward()
+        for o in self.opts:
+            o.step()
+
+    def train(self, rows: np.ndarray) -> None:
+        for start in range(0, len(rows), self.batch_size):
+            self._step(rows[start:start + self.batch_size])
+
+    def top_k(self, X, k: int) -> np.ndarray:
+        t = self.torch
+        out = np.empty((X.shape[0], k), np.int64)
+        block = 1024 if self.head == "extreme" else 128  # ExtremeOutput's exact scan blocks rows itself
+        with t.no_grad():
+            for start in range(0, X.shape[0], block):
+                h = self.encode(X[start:start + block])
+                if self.head == "extreme":
+                    ids = self.layer.predict(h, k)[0]
+                else:
+                    ids = (h @ self.out.weight.T + self.out_b.weight.T).topk(k, dim=1).indices
+                out[start:start + len(h)] = ids.numpy()
+        return out
