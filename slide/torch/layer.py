@@ -66,7 +66,9 @@ class ExtremeOutput(torch.nn.Module):
         for name, array in layer_arrays(self._engine, optimizer).items():
             self.register_buffer(name, torch.from_numpy(array))  # the engine's memory, not a copy
         self.optimizer = LayerOptimizer(self, float(lr))
+        self.register_load_state_dict_pre_hook(_before_load)
         self.register_load_state_dict_post_hook(_after_load)
+        self._versions = self._tensor_versions()
 
     in_features = property(lambda self: self._settings.in_features)
     n_labels = property(lambda self: self._settings.n_labels)
@@ -87,6 +89,7 @@ class ExtremeOutput(torch.nn.Module):
         indptr, indices = label_arrays(labels, self.n_labels, h.shape[0])
         if not (self.training and torch.is_grad_enabled()):
             return torch.tensor(self._exact_loss(h, indptr, indices), dtype=hidden.dtype, device=hidden.device)
+        self._refresh_if_written()
         if self._staged.stale():
             self._drop_staged("the previous training forward's loss was never backpropagated; its gradient is "
                               "dropped (compute a loss you do not train on under torch.no_grad() or in eval())")
@@ -143,6 +146,19 @@ class ExtremeOutput(torch.nn.Module):
         label_mean = np.bincount(rows, logits, minlength=h.shape[0])[counts > 0] / counts[counts > 0]
         return float(np.mean(lse[counts > 0] - label_mean))
 
+    def _tensor_versions(self) -> tuple[int, int]:
+        return self.weight._version, self.bias._version
+
+    def _refresh_if_written(self) -> None:
+        """After an in-place write to `weight` or `bias` through torch (torch.nn.init, copy_,
+        load_state_dict), rebuild what derives from them: the LSH tables, and the BF16 copies the
+        training passes read. Torch's version counters see those writes; the engine's own steps do
+        not move them."""
+        versions = self._tensor_versions()
+        if versions != self._versions:
+            self._engine_call(lambda engine: (engine.sync_low_precision(), engine.rebuild_tables()))
+            self._versions = versions
+
     def _engine_call(self, function: Any, *args: Any) -> Any:
         with self._lock:  # the engine's buffers serve one call at a time
             return function(self._engine, *args)
@@ -178,6 +194,12 @@ class ExtremeOutput(torch.nn.Module):
                 "samples_seen": int(counters["samples_seen"])}
 
     def set_extra_state(self, state: Any) -> None:
+        counters = self._engine.counters()
+        counters["step"], counters["samples_seen"] = self._checked_extra_state(state)
+        self._engine_call(lambda engine: engine.set_counters(counters))
+
+    def _checked_extra_state(self, state: Any) -> tuple[int, int]:
+        """(step, samples_seen) of a state's extra state, or ValueError saying what is wrong."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"not an ExtremeOutput state (expected format {STATE_FORMAT!r})")
         saved = state.get("settings")
@@ -187,12 +209,11 @@ class ExtremeOutput(torch.nn.Module):
         differ = [f"{k}: saved {saved[k]!r}, this layer {mine[k]!r}" for k in mine if saved[k] != mine[k]]
         if differ:
             raise ValueError("ExtremeOutput state is from a different layer: " + "; ".join(differ))
-        counters = self._engine.counters()
-        counters["step"], counters["samples_seen"] = state.get("step"), state.get("samples_seen")
-        for key in ("step", "samples_seen"):
-            if isinstance(counters[key], bool) or not isinstance(counters[key], int):
-                raise ValueError(f"ExtremeOutput state: {key} must be an integer, got {counters[key]!r}")
-        self._engine_call(lambda engine: engine.set_counters(counters))
+        counts = state.get("step"), state.get("samples_seen")
+        for key, value in zip(("step", "samples_seen"), counts):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+                raise ValueError(f"ExtremeOutput state: {key} must be an integer in [0, 2**62), got {value!r}")
+        return counts
 
     def __reduce__(self) -> tuple[Any, ...]:
         state = {k: v.clone() for k, v in self.state_dict().items() if isinstance(v, torch.Tensor)}
@@ -201,13 +222,21 @@ class ExtremeOutput(torch.nn.Module):
                            state, self.training))
 
 
-def _after_load(layer: ExtremeOutput, incompatible: Any) -> None:
-    """After load_state_dict: refuse non-finite weights, then refresh what derives from them."""
-    for name, tensor in layer.named_buffers(recurse=False):
-        if not bool(torch.isfinite(tensor).all()):
+def _before_load(layer: ExtremeOutput, state: dict, prefix: str, *args: Any) -> None:
+    """Before load_state_dict copies anything: refuse non-finite tensors and a foreign extra state,
+    so a refused state leaves the layer as it was."""
+    for name, _ in layer.named_buffers(recurse=False):
+        tensor = state.get(prefix + name)
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise ValueError(f"ExtremeOutput state: {name} holds NaN or inf")
+    if prefix + "_extra_state" in state:
+        layer._checked_extra_state(state[prefix + "_extra_state"])
+
+
+def _after_load(layer: ExtremeOutput, incompatible: Any) -> None:
+    """After load_state_dict: drop staged gradients, refresh what derives from the weights."""
     layer._drop_staged()
-    layer._engine_call(lambda engine: (engine.sync_low_precision(), engine.rebuild_tables()))
+    layer._refresh_if_written()
 
 
 def _rebuilt(settings: dict[str, Any], threads: int, lr: float, state: dict[str, Any],
