@@ -178,6 +178,14 @@ class ExtremeOutput(torch.nn.Module):
             raise TrainingDiverged(f"ExtremeOutput: {nonfinite} weight rows hold NaN or inf after the step "
                                    f"(learning rate {lr}); lower it, and reload a saved state_dict")
 
+    def _zero_grad(self) -> None:
+        """LayerOptimizer.zero_grad(): drop what backward passes staged. A batch whose forward ran
+        and whose backward has not yet (zero_grad between the two, a common loop order) is kept:
+        in torch its gradient does not exist yet either."""
+        if self._staged.batches and all(factor is None for _, factor in self._staged.batches):
+            return
+        self._drop_staged()
+
     def _drop_staged(self, why: Optional[str] = None) -> None:
         if why:
             warnings.warn(f"ExtremeOutput: {why}", RuntimeWarning, stacklevel=3)

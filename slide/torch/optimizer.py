@@ -3,8 +3,9 @@
 The layer's forward pass computes its weight gradient (it has the softmax there) and keeps it in
 the engine, backward tells it the factor autograd put on the loss, and `LayerOptimizer.step()` runs
 slide's lazy optimizer over the rows the staged batches touched, with ``param_groups[0]["lr"]``,
-so `torch.optim.lr_scheduler` schedulers drive it like any optimizer. ``zero_grad()`` drops what is
-staged. Batches staged between two steps (gradient accumulation) are summed."""
+so `torch.optim.lr_scheduler` schedulers drive it like any optimizer. ``zero_grad()`` drops what
+earlier backward passes staged (a forward whose backward is still to come keeps its batch, as
+torch's zero_grad between forward and backward loses nothing). Batches staged between two steps (gradient accumulation) are summed."""
 
 from __future__ import annotations
 
@@ -76,4 +77,4 @@ class LayerOptimizer(torch.optim.Optimizer):
         return loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        self._layer._drop_staged()
+        self._layer._zero_grad()

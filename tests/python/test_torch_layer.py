@@ -342,13 +342,31 @@ def test_zero_grad_drops_the_staged_gradient():
     assert torch.equal(layer.weight, reference.weight)
 
 
-def test_backward_after_zero_grad_warns_and_still_gives_the_encoder_gradient():
-    layer = _layer(optimizer="sgd", lr=0.5)
+def test_zero_grad_between_forward_and_backward_keeps_the_batch():
+    # The loop order `loss = f(x); opt.zero_grad(); loss.backward(); opt.step()` learns in torch,
+    # so it must here: the batch whose backward is still to come is kept.
+    layer, reference = _layer(optimizer="sgd", lr=0.5), _layer(optimizer="sgd", lr=0.5)
     h, y = _hidden(6).requires_grad_(), _ids(6)
     _, expected = _torch_loss(layer, h, y)
     w = layer.weight.clone()
     loss = layer(h, y)
     layer.optimizer.zero_grad()
+    with _no_warnings():
+        loss.backward()
+        layer.optimizer.step()
+    torch.testing.assert_close(h.grad, expected, atol=1e-5, rtol=0)
+    _step(reference, h.detach(), y)
+    assert not torch.equal(layer.weight, w) and torch.equal(layer.weight, reference.weight)
+
+
+def test_backward_after_a_step_that_dropped_its_batch_warns_and_still_gives_the_encoder_gradient():
+    layer = _layer(optimizer="sgd", lr=0.5)
+    h, y = _hidden(6).requires_grad_(), _ids(6)
+    _, expected = _torch_loss(layer, h, y)
+    w = layer.weight.clone()
+    loss = layer(h, y)
+    with pytest.warns(RuntimeWarning, match="never backpropagated"):
+        layer.optimizer.step()
     with pytest.warns(RuntimeWarning, match="dropped before its backward"):
         loss.backward()
     torch.testing.assert_close(h.grad, expected, atol=1e-5, rtol=0)
@@ -562,9 +580,8 @@ def test_a_state_with_a_non_finite_value_is_refused_naming_the_buffer(name, valu
 
 
 def test_a_refused_non_finite_state_leaves_the_layer_as_it_was():
-    # BUG (slide/torch/layer.py, _after_load): the NaN check runs in a load_state_dict post-hook,
-    # after torch has already copied the state into the buffers, which are the engine's memory:
-    # the ValueError is raised, but the layer now holds the NaN and trains to a NaN loss.
+    # The buffers are the engine's memory: a check after torch's copy (a post-hook) would raise
+    # with the NaN already in the layer, which would then train to a NaN loss. It is refused first.
     state = _state_with(_trained(), "weight", 3, float("nan"))
     layer = _layer(optimizer="adam", lr=0.01)
     w, b = layer.weight.clone(), layer.bias.clone()
@@ -593,9 +610,8 @@ def _extra(layer: ExtremeOutput, **changes) -> dict:
     (lambda s: _extra(s, step=True), "step must be an integer"),
     (lambda s: _extra(s, samples_seen=1.5), "samples_seen must be an integer"),
     (lambda s: _extra(s, step=-5), "step"),
-    # BUG (slide/torch/layer.py, set_extra_state): a step beyond 64 bits passes the isinstance
-    # check and reaches the engine's set_counters, where pybind11 raises a bare RuntimeError
-    # ("Unable to cast Python instance of type <class 'int'> to C++ type '?'").
+    # A step beyond 64 bits is an int too: unchecked, it reached the engine's set_counters, where
+    # pybind11 raised a bare RuntimeError ("Unable to cast Python instance of type <class 'int'>").
     (lambda s: _extra(s, step=2**70), "step"),
 ], ids=["not-a-dict", "format", "settings-partial", "settings-none", "step-str", "step-bool",
         "samples-float", "step-negative", "step-huge"])
@@ -620,10 +636,9 @@ def test_the_weight_tensor_is_the_engines_memory():
 
 
 def test_bf16_precision_trains_on_weights_written_in_place():
-    # BUG (slide/torch/layer.py): with precision="bf16" the training forward reads the engine's
-    # BF16 copy of the weights, which is refreshed only for rows a step updates (and on
-    # load_state_dict). Writing layer.weight in place — what torch.nn.init.*_ does — is seen by
-    # predict() and eval() but not by training, which goes on with the old weights, silently.
+    # With precision="bf16" the training forward reads the engine's BF16 copy of the weights,
+    # which a step refreshes only for the rows it updates. Writing layer.weight in place (what
+    # torch.nn.init.*_ does) must reach training too, not only predict() and eval().
     layer = _layer(n_labels=20, precision="bf16")
     h, y = _hidden(6), _ids(6, 20)
     with torch.no_grad():
