@@ -150,7 +150,7 @@ def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
             judged.append(
                 f"- {data}: ExtremeOutput trains {v.get('samples_per_second_vs_full', float('nan')):g}x the samples/s "
                 f"of the full softmax; it reaches sampled softmax's last P@1 ({v.get('sampled_final_p1', 0):.3f}) "
-                + (f"after {share:.0%} of sampled softmax's training time" if share is not None else "not at all")
+                + (f"after {share:.1%} of sampled softmax's training time" if share is not None else "not at all")
                 + (f"; its lowest P@1 margin over either at equal training time is {margin:+.3f}"
                    if margin is not None else ""))
     extra = (f"batch {c['batch_size']}, lr {c['lr']:g}, {c['budget']:g} s of training per system on generated "
