@@ -8,6 +8,26 @@ import math
 import numpy as np
 
 
+def softmax_loss(h, Y, counts: np.ndarray, out, out_b, negatives, rng: np.random.Generator):
+    """Cross-entropy against each row's labels spread uniformly (as slide trains), over every output
+    row of `out`/`out_b` (nn.Embedding), or with `negatives`, over the batch's labels plus that many
+    shared uniformly drawn outputs: sampled softmax as one matrix product."""
+    import torch as t
+
+    label_rows = np.repeat(np.arange(len(counts)), counts)
+    if negatives:
+        cands = np.unique(np.concatenate([Y.indices, rng.integers(0, out.num_embeddings, negatives)]))
+        cols = np.searchsorted(cands, Y.indices)
+        idx = t.from_numpy(cands.astype(np.int64))
+        logits = h @ out(idx).T + out_b(idx).T
+    else:
+        cols = Y.indices
+        logits = h @ out.weight.T + out_b.weight.T
+    true = logits[t.from_numpy(label_rows), t.from_numpy(cols.astype(np.int64))]
+    weight = t.from_numpy((1.0 / counts[label_rows]).astype(np.float32))
+    return (t.logsumexp(logits, dim=1).sum() - (weight * true).sum()) / len(counts)
+
+
 class TorchSystem:
     def __init__(self, data: dict, variant: str, threads: int, batch_size: int, lr: float,
                  negatives: int = 4096) -> None:
@@ -43,7 +63,6 @@ class TorchSystem:
         return t.relu(h + self.b1)
 
     def _step(self, rows: np.ndarray) -> None:
-        t = self.torch
         X, Y = self.X[rows], self.Y[rows]
         counts = np.diff(Y.indptr)
         keep = counts > 0
@@ -51,19 +70,8 @@ class TorchSystem:
             return
         X, Y, counts = X[keep], Y[keep], counts[keep]
         h = self._hidden(X)
-        label_rows = np.repeat(np.arange(len(counts)), counts)
-        if self.sampled:
-            cands = np.unique(np.concatenate([Y.indices, self.rng.integers(0, self.d_out, self.negatives)]))
-            cols = np.searchsorted(cands, Y.indices)
-            idx = t.from_numpy(cands.astype(np.int64))
-            logits = h @ self.out(idx).T + self.out_b(idx).T
-        else:
-            cols = Y.indices
-            logits = h @ self.out.weight.T + self.out_b.weight.T
-        true = logits[t.from_numpy(label_rows), t.from_numpy(cols.astype(np.int64))]
-        weight = t.from_numpy((1.0 / counts[label_rows]).astype(np.float32))
-        # Cross-entropy against the true labels spread uniformly, as slide trains.
-        loss = (t.logsumexp(logits, dim=1).sum() - (weight * true).sum()) / len(counts)
+        loss = softmax_loss(h, Y, counts, self.out, self.out_b,
+                            self.negatives if self.sampled else None, self.rng)
         for o in self.opts:
             o.zero_grad()
         loss.backward()

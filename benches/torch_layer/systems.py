@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from ..compare.torch_systems import softmax_loss
+
 HIDDEN = 128
 HEADS = ("extreme", "sampled", "full")
 
@@ -59,21 +61,10 @@ class EncoderSystem:
 
     def _loss(self, h, Y, counts):
         """Softmax cross-entropy with each row's labels sharing the target, as ExtremeOutput trains."""
-        t = self.torch
         if self.head == "extreme":
             return self.layer(h, Y)
-        label_rows = np.repeat(np.arange(len(counts)), counts)
-        if self.head == "sampled":
-            cands = np.unique(np.concatenate([Y.indices, self.rng.integers(0, self.d_out, self.negatives)]))
-            cols = np.searchsorted(cands, Y.indices)
-            idx = t.from_numpy(cands.astype(np.int64))
-            logits = h @ self.out(idx).T + self.out_b(idx).T
-        else:
-            cols = Y.indices
-            logits = h @ self.out.weight.T + self.out_b.weight.T
-        true = logits[t.from_numpy(label_rows), t.from_numpy(cols.astype(np.int64))]
-        weight = t.from_numpy((1.0 / counts[label_rows]).astype(np.float32))
-        return (t.logsumexp(logits, dim=1).sum() - (weight * true).sum()) / len(counts)
+        return softmax_loss(h, Y, counts, self.out, self.out_b,
+                            self.negatives if self.head == "sampled" else None, self.rng)
 
     def _step(self, rows: np.ndarray) -> None:
         X, Y = self.X[rows], self.Y[rows]
