@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+from .protocol import add_run_arguments
+
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "compare"
 TREE_SYSTEMS = ["omikuji", "napkinxc"]
 SYSTEMS = ["slide-default", "slide-batch", "slide-batch-bf16", "slide-batch-uniform", "slide-batch-wide", "slide-fp32", "slide-bf16", "torch-sampled",
@@ -119,15 +121,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--systems", nargs="*", help="default: the slide and deep-learning systems; with "
                     "--generator catalogue, the tree methods too")
-    ap.add_argument("--train", type=int, default=100_000)
-    ap.add_argument("--test", type=int, default=10_000)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--budget", type=float, default=120.0, help="training seconds per system")
-    ap.add_argument("--max-epochs", type=int, default=10)
-    ap.add_argument("--checkpoints", type=int, default=6)
-    ap.add_argument("--checkpoint-test", type=int, default=2_000)
+    add_run_arguments(ap, checkpoints=6)
     ap.add_argument("--generator", choices=["clean", "catalogue"], default="clean",
                     help="clean: synthetic_amazon670k (every label its own signature); catalogue: catalogue_amazon670k")
     ap.add_argument("--cluster-size", type=int, default=1, help="labels per cluster of near-duplicates")

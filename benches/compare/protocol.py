@@ -25,6 +25,19 @@ class System(Protocol):
 PROPENSITY_A, PROPENSITY_B = 0.6, 2.6
 
 
+def add_run_arguments(ap, *, checkpoints: int) -> None:
+    """The arguments of `run` and of the generated data every comparison shares."""
+    ap.add_argument("--train", type=int, default=100_000, help="generated training points")
+    ap.add_argument("--test", type=int, default=10_000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--budget", type=float, default=120.0, help="training seconds per system")
+    ap.add_argument("--max-epochs", type=int, default=10)
+    ap.add_argument("--checkpoints", type=int, default=checkpoints)
+    ap.add_argument("--checkpoint-test", type=int, default=2_000)
+
+
 def load(data_dir: Path) -> dict[str, sp.csr_matrix]:
     return {n: sp.load_npz(data_dir / f"{n}.npz").tocsr() for n in ("Xtr", "Ytr", "Xte", "Yte")}
 

@@ -28,7 +28,34 @@ def softmax_loss(h, Y, counts: np.ndarray, out, out_b, negatives, rng: np.random
     return (t.logsumexp(logits, dim=1).sum() - (weight * true).sum()) / len(counts)
 
 
-class TorchSystem:
+class TorchLoop:
+    """train(rows) in batches of `batch_size` rows, rows without labels left out, each batch one
+    step of every optimizer in `opts` on `batch_loss(X, Y, label counts)`."""
+
+    batch_size: int
+    opts: list
+
+    def batch_loss(self, X, Y, counts: np.ndarray):
+        raise NotImplementedError
+
+    def _step(self, rows: np.ndarray) -> None:
+        X, Y = self.X[rows], self.Y[rows]
+        counts = np.diff(Y.indptr)
+        keep = counts > 0
+        if not keep.any():
+            return
+        for o in self.opts:
+            o.zero_grad()
+        self.batch_loss(X[keep], Y[keep], counts[keep]).backward()
+        for o in self.opts:
+            o.step()
+
+    def train(self, rows: np.ndarray) -> None:
+        for start in range(0, len(rows), self.batch_size):
+            self._step(rows[start:start + self.batch_size])
+
+
+class TorchSystem(TorchLoop):
     def __init__(self, data: dict, variant: str, threads: int, batch_size: int, lr: float,
                  negatives: int = 4096) -> None:
         import torch
@@ -62,25 +89,9 @@ class TorchSystem:
                      per_sample_weights=t.from_numpy(X.data.astype(np.float32)))
         return t.relu(h + self.b1)
 
-    def _step(self, rows: np.ndarray) -> None:
-        X, Y = self.X[rows], self.Y[rows]
-        counts = np.diff(Y.indptr)
-        keep = counts > 0
-        if not keep.any():
-            return
-        X, Y, counts = X[keep], Y[keep], counts[keep]
-        h = self._hidden(X)
-        loss = softmax_loss(h, Y, counts, self.out, self.out_b,
+    def batch_loss(self, X, Y, counts: np.ndarray):
+        return softmax_loss(self._hidden(X), Y, counts, self.out, self.out_b,
                             self.negatives if self.sampled else None, self.rng)
-        for o in self.opts:
-            o.zero_grad()
-        loss.backward()
-        for o in self.opts:
-            o.step()
-
-    def train(self, rows: np.ndarray) -> None:
-        for start in range(0, len(rows), self.batch_size):
-            self._step(rows[start:start + self.batch_size])
 
     def top_k(self, X, k: int) -> np.ndarray:
         t = self.torch

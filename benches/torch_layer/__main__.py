@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..compare.protocol import add_run_arguments
 from .systems import HEADS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,15 +120,7 @@ def verdicts(results: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--train", type=int, default=100_000, help="generated training points")
-    ap.add_argument("--test", type=int, default=10_000)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--budget", type=float, default=120.0, help="training seconds per system")
-    ap.add_argument("--max-epochs", type=int, default=10)
-    ap.add_argument("--checkpoints", type=int, default=8)
-    ap.add_argument("--checkpoint-test", type=int, default=2_000)
+    add_run_arguments(ap, checkpoints=8)
     ap.add_argument("--heads", nargs="*", default=list(HEADS), choices=HEADS)
     ap.add_argument("--real-dir", type=Path, default=None, help="real-suite data (default: the suite's own)")
     ap.add_argument("--real-set", default="debian-deps", help="a real-suite set, or '' for none")

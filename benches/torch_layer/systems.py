@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 
-from ..compare.torch_systems import softmax_loss
+from ..compare.torch_systems import TorchLoop, softmax_loss
 
 HIDDEN = 128
 HEADS = ("extreme", "sampled", "full")
 
 
-class EncoderSystem:
+class EncoderSystem(TorchLoop):
     def __init__(self, data: dict, head: str, threads: int, batch_size: int, lr: float, negatives: int = 4096,
                  seed: int = 0) -> None:
         import torch
@@ -59,29 +59,13 @@ class EncoderSystem:
                      per_sample_weights=t.from_numpy(X.data.astype(np.float32)))
         return t.relu(h + self.bias)
 
-    def _loss(self, h, Y, counts):
+    def batch_loss(self, X, Y, counts: np.ndarray):
         """Softmax cross-entropy with each row's labels sharing the target, as ExtremeOutput trains."""
+        h = self.encode(X)
         if self.head == "extreme":
             return self.layer(h, Y)
         return softmax_loss(h, Y, counts, self.out, self.out_b,
                             self.negatives if self.head == "sampled" else None, self.rng)
-
-    def _step(self, rows: np.ndarray) -> None:
-        X, Y = self.X[rows], self.Y[rows]
-        counts = np.diff(Y.indptr)
-        keep = counts > 0
-        if not keep.any():
-            return
-        X, Y, counts = X[keep], Y[keep], counts[keep]
-        for o in self.opts:
-            o.zero_grad()
-        self._loss(self.encode(X), Y, counts).backward()
-        for o in self.opts:
-            o.step()
-
-    def train(self, rows: np.ndarray) -> None:
-        for start in range(0, len(rows), self.batch_size):
-            self._step(rows[start:start + self.batch_size])
 
     def top_k(self, X, k: int) -> np.ndarray:
         t = self.torch

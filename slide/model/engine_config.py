@@ -21,16 +21,20 @@ def engine_config(net: Any) -> NetworkConfig:
         shard.offset, shard.total = net.output_shard[0], net.output_dim
         c.output_shard = shard
     c.sparse_exchange = getattr(SparseExchange, net.sparse_exchange)
-    o = OptimizerConfig()
-    o.kind = getattr(OptimizerKind, net.optimizer)
-    o.beta1, o.beta2, o.eps = net.beta1, net.beta2, net.eps
-    c.optimizer = o
+    c.optimizer = optimizer_config(net.optimizer, net.beta1, net.beta2, net.eps)
     c.threads = net.threads
     c.seed = net.seed
     c.bf16_weights = net.precision == "bf16"
     c.l2_normalize_input = net.input_norm == "l2"
     c.input_dropout = net.input_dropout
     return c
+
+
+def optimizer_config(kind: str, beta1: float, beta2: float, eps: float) -> OptimizerConfig:
+    o = OptimizerConfig()
+    o.kind = getattr(OptimizerKind, kind)
+    o.beta1, o.beta2, o.eps = beta1, beta2, eps
+    return o
 
 
 def layer_config(size: int, cfg: Optional[LSHConfig]) -> LayerConfig:

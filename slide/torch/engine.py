@@ -13,12 +13,14 @@ from typing import Any, Optional
 import numpy as np
 
 from .._core import Network as Engine
-from .._core import NetworkConfig, OptimizerConfig, OptimizerKind, optimizer_state_names
+from .._core import NetworkConfig, OptimizerKind, optimizer_state_names
+from .._inputs import MAX_DIM
 from ..config import LSHConfig
+from ..model.arguments import MAX_SEED, MODE_LSH, layers
 from ..model.arguments import threads as checked_threads
 from ..model.checks import check_int
-from ..model.engine_config import layer_config
-from ..modes import check_mode, mode_of
+from ..model.engine_config import layer_config, optimizer_config
+from ..modes import mode_of
 from ..settings import NETWORK
 
 
@@ -51,14 +53,9 @@ class LayerSettings:
 def layer_settings(in_features: Any, n_labels: Any, mode: str, lsh: Optional[LSHConfig], optimizer: str,
                    betas: tuple[Any, Any], eps: Any, precision: str, seed: Any) -> LayerSettings:
     """The constructor's arguments checked (ValueError naming the argument)."""
-    check_int("in_features", in_features, 1, 65_536)
-    check_int("n_labels", n_labels, 2, 2**31 - 1)
-    if lsh is None:
-        lsh = check_mode(mode).lsh_config()
-    elif not isinstance(lsh, LSHConfig):
-        raise ValueError(f"lsh must be an LSHConfig or None, got {type(lsh).__name__}")
-    elif mode_of(lsh) != check_mode(mode).name:
-        raise ValueError(f"mode={mode!r} contradicts lsh={lsh!r}, which trains in mode {mode_of(lsh)!r}")
+    check_int("in_features", in_features, 1, MAX_DIM)
+    check_int("n_labels", n_labels, 2, MAX_DIM)
+    _, lsh, _ = layers(1, n_labels, in_features, mode, MODE_LSH if lsh is None else lsh, None)
     if lsh is not None and lsh.batch_active == 0:
         raise ValueError("ExtremeOutput trains a batch at a time: mode must be 'batch' or 'dense' "
                          "(mode 'sample' gives each sample its own active set, which needs slide's own input layer)")
@@ -66,7 +63,7 @@ def layer_settings(in_features: Any, n_labels: Any, mode: str, lsh: Optional[LSH
     beta1 = NETWORK["beta1"].check(betas[0], "betas[0]")
     beta2 = NETWORK["beta2"].check(betas[1], "betas[1]")
     NETWORK["precision"].check(precision, "precision")
-    check_int("seed", seed, 0, 2**64 - 1)
+    check_int("seed", seed, 0, MAX_SEED)
     return LayerSettings(int(in_features), int(n_labels), None if lsh is None else asdict(lsh), optimizer,
                          beta1, beta2, NETWORK["eps"].check(eps, "eps"), precision, int(seed))
 
@@ -75,10 +72,7 @@ def build_engine(s: LayerSettings, threads: Optional[int]) -> Engine:
     c = NetworkConfig()
     c.input_dim = 1
     c.layers = [layer_config(s.in_features, None), layer_config(s.n_labels, s.lsh_config())]
-    o = OptimizerConfig()
-    o.kind = getattr(OptimizerKind, s.optimizer)
-    o.beta1, o.beta2, o.eps = s.beta1, s.beta2, s.eps
-    c.optimizer = o
+    c.optimizer = optimizer_config(s.optimizer, s.beta1, s.beta2, s.eps)
     c.threads = checked_threads(threads)
     c.seed = s.seed
     c.bf16_weights = s.precision == "bf16"
