@@ -32,7 +32,7 @@ def run_slide(folder: Path, train, test, threads: int, seed: int, work: Path, ex
     t0 = time.perf_counter()
     cli = subprocess.run([sys.executable, "-m", "slide", "train", "--train", str(folder / "train.txt"),
                           "--test", str(folder / "test.txt"), "--threads", str(threads), "--seed", str(seed),
-                          "--out", str(run), "--quiet", *extra], capture_output=True, text=True)
+                          "--out", str(run), "--quiet", *extra], capture_output=True, text=True, cwd=work)
     wall = time.perf_counter() - t0
     if cli.returncode:
         raise RuntimeError(f"slide train failed ({cli.returncode}): {cli.stderr[-2000:]}")
