@@ -54,9 +54,10 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
         self.neighbours, self.epochs, self.batch_size = neighbours, epochs, batch_size
         self.validation_split, self.top_k, self.threads, self.seed = validation_split, top_k, threads, seed
 
-    def _settings(self, n_features: int, n_labels: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _settings(self, n_features: int, n_labels: int,
+                  n_samples: int) -> tuple[dict[str, Any], dict[str, Any]]:
         """(network keyword arguments, fit keyword arguments): the given ones over the shape's."""
-        preset, _ = preset_for_shape(n_features, n_labels)
+        preset, _ = preset_for_shape(n_features, n_labels, n_samples)
         net = {k: getattr(self, k) if getattr(self, k) is not None else preset.get(k, NETWORK[k].default)
                for k in _NETWORK_PARAMS if k != "mode"}
         if self.mode is not None:
@@ -68,6 +69,8 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
         fit = {"epochs": self.epochs or preset["epochs"], "batch_size": self.batch_size or preset["batch_size"],
                "validation_split": self.validation_split if self.validation_split is not None
                else preset.get("validation_split", 0.0)}
+        if fit["validation_split"] and preset.get("early_stopping"):
+            fit["early_stopping"] = preset["early_stopping"]
         return net, fit
 
     def fit(self, X, y) -> "SlideClassifier":
@@ -87,7 +90,7 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
             self.classes_, ids = np.unique(y, return_inverse=True)
             labels = ids.astype(np.int64)
         n_labels = len(self.classes_)
-        net_args, fit_args = self._settings(X.shape[1], max(n_labels, 1))
+        net_args, fit_args = self._settings(X.shape[1], max(n_labels, 1), X.shape[0])
         self.network_ = Network(X.shape[1], max(n_labels, 1), threads=self.threads, seed=self.seed, **net_args)
         self.history_ = self.network_.fit(X, labels, progress=False, **fit_args)
         return self

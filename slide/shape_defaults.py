@@ -1,47 +1,72 @@
 """Settings chosen from a problem's shape, for data slide has no preset for (`slide train --train
-FILE --test FILE`). Measured on the real Bibtex (159 labels) and Delicious (983 labels) XC splits,
-2 threads, exact P@1 on the test split (docs/benchmarks/index.md):
+FILE --test FILE`). Measured on the real-data suite (python -m benches.real_suite; docs/benchmarks):
+exact P@1/P@5 on each set's test split and training seconds at 2 threads.
 
-- Below DENSE_OUTPUT_MAX labels the full softmax is cheap and LSH only loses accuracy (Delicious,
+- Up to DENSE_OUTPUT_MAX labels the full softmax is cheap and LSH only loses accuracy (Delicious,
   hidden 512: P@1 0.566 sampled against 0.654 dense), so the output layer is dense.
-- A wide hidden layer learns more per epoch and over-fits sooner; dropping input features while
-  training, L2-normalised rows and a cosine-decayed rate let 1,024 units train for 20 epochs
-  without the decline (Bibtex 0.635, Delicious 0.667; SLIDE's 128-unit setting: 0.587 and 0.655).
-
-Above DENSE_OUTPUT_MAX the output layer is LSH-sampled in the batch-shared mode, measured on
-Amazon-670K-shaped catalogue data (100k training points, 670,091 labels; docs/benchmarks/catalogue.md, Amazon-670K-shaped
-data as hard as the real thing): hidden 128 at Adam's 1e-3 for 20 epochs reaches P@1 0.219 in
-300 s, where SLIDE's per-sample mode reaches 0.18 and its one-epoch preset 0.004. Faster learners
-(hidden 256 at 1e-2 or 3e-3) peak early (0.17, 0.15) and then memorise the training set, whose tail
-labels have one or two points each.
+  What decides accuracy there is the number of optimizer steps, not epochs: Medical's 333 points
+  gave 3 steps an epoch at batch 128, so 20 epochs were 60 steps (P@1 0.51 against the tree
+  methods' 0.84); at batch 16 for ~600 steps it reaches 0.82. So the batch is about 1/40 of the
+  points (16 to 128, a power of two) and the epochs give at least STEPS_WANTED steps (5 to 40).
+  Hidden 256 at Adam's 3e-3 with a cosine decay and no input dropout then matches hidden 1,024 at
+  1e-3 over 20 epochs within 0.01 P@1 on Bibtex, Corel5k, Delicious and TMC2007, gains 0.045 on
+  debian-tags and 0.3 on Medical, and trains 3-5x faster (Bibtex 2.7 -> 0.5 s, debian-tags
+  14 -> 3.5 s).
+- Above DENSE_OUTPUT_MAX the output layer is LSH-sampled in the batch-shared mode, hidden 128. At
+  Adam's 1e-3 the best validation epoch of debian-deps (40,415 labels) was the 10th of 20; at 3e-3
+  with a cosine decay over 10 epochs it is the 3rd or 4th at the same P@1 (0.65 alone), and
+  early stopping after 2 epochs without a better validation P@1 ends the run there. Fewer uniform
+  negatives (min_active 2,000) cut a third of the time on debian-deps but lose 0.03 P@5 on
+  debian-rdeps (57,489 labels), so the mode's 6,000 stay.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Optional
 
 from .datasets.registry import BATCH_PRESET, SLIDE_PRESET
 
 DENSE_OUTPUT_MAX = 8192
+STEPS_WANTED = 600  # optimizer steps a dense-output run takes at least (epochs allowing)
+SMALL_BATCH = (16, 128)  # the dense output's batch size: about points / POINTS_PER_BATCH within this range
+POINTS_PER_BATCH = 40
+SMALL_EPOCHS = (5, 40)
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
-    hidden=[1024], learning_rate=1e-3, lr_schedule="cosine", batch_size=128, epochs=20, dense=True,
-    input_norm="l2", input_dropout=0.3, neighbours=10, lsh=SLIDE_PRESET["lsh"])
+    hidden=[256], learning_rate=3e-3, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
+    dense=True, input_norm="l2", input_dropout=0.0, neighbours=10, lsh=SLIDE_PRESET["lsh"])
+
+LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "learning_rate": 3e-3, "lr_schedule": "cosine",
+                                       "epochs": 10, "early_stopping": 2}
 
 
-LARGE_OUTPUT_PRESET: dict[str, Any] = BATCH_PRESET
+def small_output_schedule(train_points: int) -> tuple[int, int]:
+    """(batch size, epochs) for a dense-output run on this many training points: about 1/40 of
+    the points per batch, and enough epochs for STEPS_WANTED steps, each within its range."""
+    low, high = SMALL_BATCH
+    batch = max(low, min(high, 2 ** int(math.log2(max(1, train_points // POINTS_PER_BATCH)))))
+    epochs = max(SMALL_EPOCHS[0], min(SMALL_EPOCHS[1], math.ceil(STEPS_WANTED * batch / max(1, train_points))))
+    return batch, epochs
 
 
-def preset_for_shape(n_features: int, n_labels: int) -> tuple[dict[str, Any], str]:
-    """(preset, why): the settings for a problem with this many features and labels, and a line
-    that says what was picked and why."""
+def preset_for_shape(n_features: int, n_labels: int,
+                     train_points: Optional[int] = None) -> tuple[dict[str, Any], str]:
+    """(preset, why): the settings for a problem with this many features, labels and training
+    points (None: not known, the preset's batch and epochs), and a line that says what was picked
+    and why."""
     if n_labels <= DENSE_OUTPUT_MAX:
         p = SMALL_OUTPUT_PRESET
+        if train_points is not None:
+            batch, epochs = small_output_schedule(train_points)
+            p = {**p, "batch_size": batch, "epochs": epochs}
         return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, hidden {p['hidden'][0]}, "
-                   f"L2-normalised inputs, input dropout {p['input_dropout']}, {p['epochs']} epochs with a "
-                   f"{p['lr_schedule']} learning rate from {p['learning_rate']:g}")
+                   f"L2-normalised inputs, batch {p['batch_size']} for {p['epochs']} epochs "
+                   f"(>= {STEPS_WANTED} steps where 40 epochs allow) with a {p['lr_schedule']} learning rate from "
+                   f"{p['learning_rate']:g}")
     p = LARGE_OUTPUT_PRESET
     return p, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: LSH-sampled output in the batch-shared mode "
                f"(the batch's labels, its {p['lsh']['batch_active']:,} most frequent DWTA candidates, uniform "
-               f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}, {p['epochs']} epochs at "
-               f"learning rate {p['learning_rate']:g}")
+               f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}, up to {p['epochs']} epochs "
+               f"with a {p['lr_schedule']} learning rate from {p['learning_rate']:g}, stopping after "
+               f"{p['early_stopping']} without a better validation P@1")

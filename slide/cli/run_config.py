@@ -143,11 +143,13 @@ def apply_preset(cfg: dict, preset: dict) -> None:
     cfg.setdefault("batch_size", preset["batch_size"])
     if cfg.get("validation_split") is None and preset.get("validation_split"):
         cfg["validation_split"] = preset["validation_split"]
+    if cfg.get("early_stopping") is None and preset.get("early_stopping") and cfg.get("validation_split"):
+        cfg["early_stopping"] = preset["early_stopping"]
 
 
 def apply_shape_preset(cfg: dict, source) -> None:
     """For a user's own files: the preset that fits the data's shape (slide.shape_defaults), said."""
-    preset, why = preset_for_shape(source.input_dim, source.output_dim)
+    preset, why = preset_for_shape(source.input_dim, source.output_dim, getattr(source, "train_points", None))
     apply_preset(cfg, preset)
     print(f"settings from the data's shape: {why} (flags and --config override any of them)", flush=True)
 

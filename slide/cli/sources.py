@@ -45,6 +45,7 @@ class Source:
     validation: Optional[Split] = None  # held out from the training data (validation_split)
     memory: Optional[Split] = None  # the training points whose labels vote in predictions (neighbours)
     vocabulary: Optional[list[str]] = None  # the word of each input feature (text8)
+    train_points: Optional[int] = None  # training points an epoch passes over (None: a word corpus)
 
 
 def shuffled(split: Split, seed: int) -> Split:
@@ -117,7 +118,7 @@ def resolve(cfg: dict) -> Source:
           flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,
                   lambda net, s: in_memory_source(net, train, s, shuffle=cfg.get("shuffle", True)), preset, files,
-                  validation, memory=train)
+                  validation, memory=train, train_points=len(train))
 
 
 # Bytes in memory per byte of XC text while it is parsed and prepared for training (the text
@@ -188,7 +189,7 @@ def _streamed_source(cfg: dict, t0: float) -> Source:
           "no nearest-neighbour vote (it needs the training points in memory)", flush=True)
     return Source(train_path.name, folder.num_features, folder.num_labels, test,
                   lambda net, s: streamed_source(net, stream, cfg["batch_size"]), registry.SLIDE_PRESET, files,
-                  validation, memory=None)
+                  validation, memory=None, train_points=stream.samples_per_epoch)
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:

@@ -147,7 +147,7 @@ def _load_data(cfg: dict, comm) -> tuple[Split, Split, Optional[Split], Any]:
                    f"{comm.size} ranks ({len(train):,} on rank 0), {train.X.shape[1]:,} features, "
                    f"{train.Y.shape[1]:,} labels ({time.perf_counter() - t0:.1f}s)")
         source = argparse.Namespace(input_dim=train.X.shape[1], output_dim=train.Y.shape[1], vocabulary=None,
-                                    title=Path(cfg["train_file"]).name, files=files)
+                                    title=Path(cfg["train_file"]).name, files=files, train_points=int(n))
         return train, test, validation, source
     quiet = contextlib.redirect_stdout(io.StringIO()) if comm.rank else contextlib.nullcontext()
     with quiet:  # every rank draws (or reads) the named set; rank 0 says so

@@ -17,6 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 from slide.datasets import make_train_test  # noqa: E402
 from slide.estimator import SlideClassifier  # noqa: E402
+from slide.shape_defaults import SMALL_OUTPUT_PRESET, small_output_schedule  # noqa: E402
 
 
 @parametrize_with_checks([SlideClassifier(threads=1)])
@@ -48,12 +49,23 @@ def test_string_classes_are_learned_and_returned():
 def test_settings_come_from_the_shape_unless_given():
     X, y = _blobs(n=60)
     picked = SlideClassifier(threads=1, epochs=1).fit(X, y).network_
-    assert picked.mode == "dense" and picked.hidden == (1024,) and picked.input_norm == "l2"  # small output preset
+    assert picked.mode == "dense" and picked.input_norm == "l2"  # small output preset
+    assert picked.hidden == tuple(SMALL_OUTPUT_PRESET["hidden"])
+    assert picked.learning_rate == SMALL_OUTPUT_PRESET["learning_rate"]
     given = SlideClassifier(threads=1, epochs=1, hidden=[32], mode="batch", learning_rate=0.01,
                             neighbours=0).fit(X, y).network_
     assert given.mode == "batch" and given.hidden == (32,) and given.learning_rate == 0.01 and given.neighbours == 0
     with pytest.raises(ValueError, match="mode must be one of"):
         SlideClassifier(mode="fast").fit(X, y)
+
+
+def test_the_number_of_samples_sets_batch_and_epochs():
+    X, y = _blobs(n=60)
+    clf = SlideClassifier(threads=1)
+    _, fit = clf._settings(X.shape[1], 3, 60)
+    assert (fit["batch_size"], fit["epochs"]) == small_output_schedule(60)
+    _, fit = SlideClassifier(threads=1, epochs=2, batch_size=7)._settings(X.shape[1], 3, 60)
+    assert (fit["batch_size"], fit["epochs"]) == (7, 2)
 
 
 def test_clone_grid_search_and_pipeline():
