@@ -49,7 +49,43 @@ def render_table(report: dict) -> str:
                          f"{_cell(r, 'P@5', 3)} | {_cell(r, 'PSP@1', 3)} | {_cell(r, 'PSP@5', 3)} | "
                          f"{_cell(r, 'train_seconds', 1)} | {ratio} | {_cell(r, 'predict_seconds', 1)} | "
                          f"{_cell(r, 'peak_rss_mb', 0)} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + render_verdicts(report)
+
+
+# The targets every accuracy or default change is judged by (issue 29): slide with no flags at least
+# as accurate as the best tree method at P@1 and P@5, in at most TIME_TARGET x its training time;
+# above MANY_LABELS labels, the network alone within NETWORK_GAP P@1 of it.
+TIME_TARGET, NETWORK_GAP, MANY_LABELS = 1.5, 0.01, 8192
+
+
+def verdict(name: str, entry: dict) -> "str | None":
+    """One set's line against the targets, or None when slide or both trees failed."""
+    methods = entry["methods"]
+    trees = [t for t in TREES if "P@1" in methods.get(t, {})]
+    ours = methods.get("slide", {})
+    if not trees or "P@1" not in ours:
+        return None
+    best = max(trees, key=lambda t: (methods[t]["P@1"], methods[t]["P@5"]))
+    tree = methods[best]
+    mark = lambda ok: "met" if ok else "missed"  # noqa: E731
+    ratio = round(ours["train_seconds"] / max(tree["train_seconds"], 1e-9), 3)
+    parts = [f"P@1 {ours['P@1']:.3f} vs {tree['P@1']:.3f} ({mark(ours['P@1'] >= tree['P@1'])})",
+             f"P@5 {ours['P@5']:.3f} vs {tree['P@5']:.3f} ({mark(ours['P@5'] >= tree['P@5'])})",
+             f"time {ratio:.1f}x ({mark(ratio <= TIME_TARGET)})"]
+    network = methods.get("slide-network", {})
+    if entry["labels"] > MANY_LABELS and "P@1" in network:
+        gap = round(network["P@1"] - tree["P@1"], 4)  # P@1 is kept to 4 digits
+        parts.append(f"network alone {gap:+.3f} P@1 ({mark(gap >= -NETWORK_GAP)})")
+    return f"- {name} against {METHOD_NAMES[best]}: " + ", ".join(parts)
+
+
+def render_verdicts(report: dict) -> str:
+    lines = [line for name, entry in report["sets"].items() if (line := verdict(name, entry))]
+    met = sum("(missed)" not in line for line in lines)
+    head = (f"Targets (slide with no flags >= the best tree method's P@1 and P@5 in <= {TIME_TARGET:g}x its "
+            f"training time; above {MANY_LABELS:,} labels the network alone within {NETWORK_GAP} P@1): "
+            f"every target met on {met} of {len(lines)} sets.")
+    return "\n".join([head, "", *lines])
 
 
 def plot(report: dict, path: Path) -> None:

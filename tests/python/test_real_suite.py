@@ -141,3 +141,36 @@ def test_the_readme_table_is_what_the_result_file_renders():
     readme = report.README.read_text()
     block = readme[readme.index(report.BEGIN) + len(report.BEGIN):readme.index(report.END)]
     assert block.strip() == report.render_table(result).strip(), "run python -m benches.real_suite.report"
+
+
+def _entry(labels: int, slide: dict, network: dict, omikuji: dict, napkinxc: dict) -> dict:
+    return {"labels": labels, "methods": {"slide": slide, "slide-network": network, "omikuji": omikuji,
+                                          "napkinxc": napkinxc}}
+
+
+def _scores(p1: float, p5: float, seconds: float) -> dict:
+    return {"P@1": p1, "P@5": p5, "train_seconds": seconds}
+
+
+def test_each_set_is_judged_against_the_more_accurate_tree_method():
+    met = _entry(100, _scores(0.70, 0.40, 3.0), _scores(0.69, 0.39, 3.0), _scores(0.70, 0.38, 2.0),
+                 _scores(0.69, 0.40, 1.0))
+    line = report.verdict("tiny", met)
+    assert line.startswith("- tiny against omikuji:") and "(missed)" not in line
+    assert "time 1.5x (met)" in line and "network alone" not in line  # few labels: the network is not judged
+    slow = _entry(100, _scores(0.70, 0.40, 3.1), {}, _scores(0.70, 0.38, 2.0), _scores(0.69, 0.40, 1.0))
+    assert "time 1.6x (missed)" in report.verdict("tiny", slow)
+
+
+def test_above_8192_labels_the_network_alone_is_judged_too():
+    entry = _entry(40_000, _scores(0.71, 0.40, 10.0), _scores(0.69, 0.37, 10.0), _scores(0.70, 0.37, 10.0),
+                   _scores(0.60, 0.30, 5.0))
+    line = report.verdict("big", entry)
+    assert "P@1 0.710 vs 0.700 (met)" in line and "network alone -0.010 P@1 (met)" in line
+    entry["methods"]["slide-network"]["P@1"] = 0.689
+    assert "network alone -0.011 P@1 (missed)" in report.verdict("big", entry)
+    failed = {"labels": 40_000, "methods": {"slide": {"error": "killed"}, "omikuji": _scores(0.7, 0.4, 1.0)}}
+    assert report.verdict("big", failed) is None
+    summary = report.render_verdicts({"sets": {"big": entry, "tiny": _entry(
+        100, _scores(0.70, 0.40, 1.0), {}, _scores(0.60, 0.30, 1.0), _scores(0.6, 0.3, 1.0))}})
+    assert "every target met on 1 of 2 sets" in summary
