@@ -2,26 +2,59 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 log = logging.getLogger("slide")
 _warned = False
 
 
-def load_matplotlib() -> bool:
-    """Import matplotlib now, before training: an interrupt that lands inside an import comes out
-    of it as a RuntimeError, not a KeyboardInterrupt, and would crash the run instead of
-    checkpointing it. False when matplotlib is not installed."""
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C or SIGTERM during the block is acted on when the block ends, by the handler that was
+    in place: an interrupt that lands inside an import comes out of it as a RuntimeError (and a
+    half-imported module), which would crash a run instead of checkpointing it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in saved:
+        signal.signal(sig, lambda signum, frame: pending.append(signum))
     try:
-        import matplotlib
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if pending:
+            _deliver(saved[pending[0]], pending[0])
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401
-    except ImportError:
-        return False
-    return True
+
+def _deliver(handler: Any, signum: int) -> None:
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL and signum == signal.SIGTERM:
+        signal.raise_signal(signum)
+    elif handler != signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
+def _pyplot() -> Optional[Any]:
+    """matplotlib.pyplot on the Agg backend, imported with interrupts deferred; None when
+    matplotlib is not installed."""
+    with interrupts_deferred():
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            return None
+    return plt
 
 
 def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
@@ -29,12 +62,8 @@ def plot_progress(records: Sequence[dict], path: Path, title: str = "") -> bool:
     points = [r for r in records if "P@1" in r and "wall_seconds" in r]  # MPI runs' records have no time
     if not points:
         return False
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
         global _warned
         if not _warned:
             log.warning("matplotlib is not installed; no %s (pip install matplotlib)", path.name)

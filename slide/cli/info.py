@@ -11,6 +11,7 @@ from typing import Any
 from .. import runs
 from ..distributed.checkpoint import is_sharded, read_manifest
 from ..model_file import read_header
+from ..plots import plot_progress
 from . import train_mpi
 
 
@@ -18,6 +19,9 @@ def add_parser(sub) -> None:
     i = sub.add_parser("info", help="summarise a run folder: settings, scores, time, files")
     i.add_argument("run", type=Path, help="a run folder written by `slide train`")
     i.add_argument("--json", action="store_true", help="print the summary as JSON")
+    i.add_argument("--plot", action="store_true",
+                   help=f"also draw RUN/{runs.PLOT} (test P@1 and loss against time) from its metrics; "
+                        f"slide train draws it itself for runs that train {runs.PLOT_AFTER_SECONDS:g} s or more")
     i.set_defaults(handler=main)
 
 
@@ -121,4 +125,10 @@ def main(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.run} is not a folder; `slide info` reads a run folder from `slide train`")
     s = summarise(args.run)
     print(json.dumps(s, indent=2) if args.json else _text(s))
+    if args.plot:
+        title = Path(str(s.get("data") or args.run.name)).name
+        if not plot_progress(runs.read_metrics(args.run), args.run / runs.PLOT, title):
+            raise ValueError(f"{args.run}: no {runs.PLOT}: its metrics hold no timed test score yet (MPI runs' "
+                             "records have no time) or matplotlib is not installed")
+        print(f"drew {args.run / runs.PLOT}")
     return 0

@@ -18,7 +18,7 @@ from ..best_epoch import BestEpoch
 from ..datasets.synthetic import Split
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
-from ..plots import load_matplotlib, plot_progress
+from ..plots import plot_progress
 from ..training.loop import TrainingLoop
 from ..training.position import Position
 from ..training.sources import TrainingSource
@@ -28,6 +28,10 @@ from .folder import CHECKPOINT, MODEL, PLOT, append_metrics, read_metrics, rewin
 from .settings import RunSettings
 
 log = logging.getLogger("slide")
+# progress.png is drawn once a run has trained this long (at epoch ends, and when it ends): importing
+# matplotlib and drawing took 1.3-1.6 s, more than a small set's whole training (Bibtex: 0.8 s).
+# `slide info RUN --plot` draws it for any run.
+PLOT_AFTER_SECONDS = 30.0
 
 
 def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
@@ -44,7 +48,6 @@ def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Run
     if not 0.0 < s.backoff_factor < 1.0:
         raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
     s.check()
-    load_matplotlib()
     pos = pos or Position()
     for tmp in remove_stale_temporaries(run_dir):
         log.info("removed %s, left by a run that was killed while writing", tmp.name)
@@ -152,11 +155,14 @@ class RunLoop:
         append_metrics(self.run_dir, record)
         pos.since_eval = pos.labelled_since_eval = 0
         pos.loss_since_eval = 0.0
-        if kind != "periodic":  # redrawing costs more than scoring a small problem; once an epoch is enough
+        if kind == "epoch" and pos.wall_seconds >= PLOT_AFTER_SECONDS:  # redrawn once an epoch at most
             t0 = time.perf_counter()
-            plot_progress(read_metrics(self.run_dir), self.run_dir / PLOT, self.title)
+            self._plot()
             pos.eval_seconds += time.perf_counter() - t0
         return record
+
+    def _plot(self) -> None:
+        plot_progress(read_metrics(self.run_dir), self.run_dir / PLOT, self.title)
 
     def _validate(self) -> Optional[dict]:
         """Score the epoch just finished on the validation split; keep its parameters if best."""
@@ -219,6 +225,8 @@ class RunLoop:
         final = self._evaluate("final", _subsample(self.test, s.final_eval_samples, seed=2), {**extra, **_costs(self.pos)})
         net.save(self.run_dir / MODEL, include_optimizer=s.final_model_optimizer)
         final["model_seconds"] = time.perf_counter() - t0  # the final evaluation and model.npz
+        if self.pos.wall_seconds >= PLOT_AFTER_SECONDS:
+            self._plot()
         return final
 
 

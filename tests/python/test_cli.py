@@ -50,13 +50,45 @@ def test_version():
 def test_train_default_fills_the_run_folder(trained_run):
     out, r = trained_run
     assert "test (exact, 2,000 points): P@1" in r.stdout
-    assert {"config.json", "metrics.jsonl", "checkpoint.npz", "model.npz", "progress.png"} <= set(os.listdir(out))
+    assert {"config.json", "metrics.jsonl", "checkpoint.npz", "model.npz"} <= set(os.listdir(out))
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in records].count("epoch") == 2 and records[-1]["kind"] == "final"
     assert records[-1]["P@1"] > 0.3 and all(r["wall_seconds"] >= 0 for r in records)
     config = json.loads((out / "config.json").read_text())
     assert config["dataset"] == "default" and config["epochs"] == 2 and config["lsh"]["k"] == 3
+
+
+def test_a_short_run_draws_its_plot_when_asked(tmp_path):
+    """Importing matplotlib and drawing cost more than a small run's training: slide train draws
+    progress.png only after PLOT_AFTER_SECONDS of training, slide info --plot whenever asked."""
+    out = tmp_path / "r"
+    assert run("train", *FAST, "--epochs", "1", "--out", out).returncode == 0
+    assert not (out / "progress.png").exists()  # 1 epoch of the small problem: far below the threshold
+    r = run("info", out, "--plot")
+    assert r.returncode == 0, r.stderr
+    assert f"drew {out / 'progress.png'}" in r.stdout and "run " in r.stdout
     assert (out / "progress.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_long_enough_run_draws_its_plot_at_epoch_ends_and_at_the_end(tmp_path, monkeypatch):
+    from slide import runs
+    from slide.cli import main
+    from slide.runs import loop
+
+    drawn = []
+    monkeypatch.setattr(loop, "PLOT_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(loop, "plot_progress", lambda records, path, title: drawn.append(path) or True)
+    assert main(["train", *map(str, FAST), "--epochs", "2", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    # the first epoch end (always within the evaluation budget), maybe the second, and the end
+    assert len(drawn) in (2, 3) and set(drawn) == {tmp_path / "r" / runs.PLOT}
+
+
+def test_info_plot_on_a_run_without_scores_says_why(tmp_path):
+    out = tmp_path / "r"
+    assert run("train", *FAST, "--epochs", "1", "--out", out).returncode == 0
+    (out / "metrics.jsonl").write_text("")
+    r = run("info", out, "--plot")
+    assert r.returncode != 0 and "no progress.png" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("mode, says", [("sample", "per sample"), ("batch", "per batch"), ("dense", "output dense")])
