@@ -102,11 +102,12 @@ def plot(report: dict, path: Path) -> None:
     for ax, name in zip(axes.flat, sets):
         for method, r in report["sets"][name]["methods"].items():
             if "P@1" in r:
-                ax.scatter(max(r["train_seconds"], 0.01), r["P@1"], label=METHOD_NAMES.get(method, method), s=30,
+                ax.scatter(r["train_seconds"], r["P@1"], label=METHOD_NAMES.get(method, method), s=30,
                            color=f"C{list(METHOD_NAMES).index(method) if method in METHOD_NAMES else 9}")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        # A linear axis from 0, so the distances show the ratios of training times (a log axis over
+        # less than a decade left most panels without a labelled tick)
+        ax.set_xlim(left=0, right=ax.get_xlim()[1] * 1.05)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
         ax.set_title(f"{name} ({report['sets'][name]['labels']:,} labels)", fontsize=9)
         ax.set_xlabel("training seconds", fontsize=8)
         ax.set_ylabel("P@1", fontsize=8)
