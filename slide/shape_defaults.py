@@ -62,7 +62,7 @@ def preset_for_shape(n_features: int, n_labels: int,
             p = {**p, "batch_size": batch, "epochs": epochs}
         return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, hidden {p['hidden'][0]}, "
                    f"L2-normalised inputs, batch {p['batch_size']} for {p['epochs']} epochs "
-                   f"(>= {STEPS_WANTED} steps where 40 epochs allow) with a {p['lr_schedule']} learning rate from "
+                   f"(>= {STEPS_WANTED} steps where {SMALL_EPOCHS[1]} epochs allow) with a {p['lr_schedule']} learning rate from "
                    f"{p['learning_rate']:g}")
     p = LARGE_OUTPUT_PRESET
     return p, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: LSH-sampled output in the batch-shared mode "
