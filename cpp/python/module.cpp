@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   slide::python::bind_testing(m);
   slide::python::bind_neighbours(m);
   slide::python::bind_collective(m);
+  slide::python::bind_reranker(m);
 }
