@@ -22,14 +22,18 @@ from .neighbours import NeighbourMemory
 from .npz_members import check_data_size, check_stored, npy_meta, read_members
 from .optimizers import is_optimizer_state
 from .paths import regular_file
+from .reranker import ShortlistReranker
 from .word_vectors import VOCABULARY_ARRAY, vocabulary_from_array, vocabulary_to_array
 
 # The neighbour memory's arrays (slide.neighbours.NeighbourMemory.to_arrays) and their types.
 _MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.points.indices": np.dtype(np.int32),
                   "neighbours.points.data": np.dtype(np.float32), "neighbours.labels.indptr": np.dtype(np.int64),
                   "neighbours.labels.indices": np.dtype(np.int32)}
+# The re-ranker's arrays (slide.reranker.ShortlistReranker.to_arrays) and their types.
+_RERANKER_ARRAYS = {"reranker.weights": np.dtype(np.float32), "reranker.bias": np.dtype(np.float32),
+                    "reranker.shortlist": np.dtype(np.int64)}
 # Arrays whose size the configuration does not fix: read whole, by their type.
-_WHOLE_ARRAYS = {**_MEMORY_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
+_WHOLE_ARRAYS = {**_MEMORY_ARRAYS, **_RERANKER_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
 
 
 FORMAT = "slide-model"
@@ -78,6 +82,8 @@ def save_network(net: Any, path: PathLike, *, include_optimizer: bool = True,
         header["rebuild_tables"] = True
     if net.memory is not None:
         arrays.update(net.memory.to_arrays())
+    if net.reranker is not None:
+        arrays.update(net.reranker.to_arrays())
     if net.vocabulary is not None:
         arrays[VOCABULARY_ARRAY] = vocabulary_to_array(net.vocabulary)
     write_model(path, header, arrays)
@@ -211,6 +217,14 @@ def _attach_memory_and_vocabulary(net: Any, path: Path, whole: dict[str, np.ndar
             net.memory = NeighbourMemory.from_arrays(memory, net.input_dim, net.output_dim)
         except ValueError as e:
             raise ModelFileError(f"{path}: the neighbour memory is malformed: {e}") from None
+    reranker = {k: v for k, v in whole.items() if k in _RERANKER_ARRAYS}
+    if reranker:
+        if set(reranker) != set(_RERANKER_ARRAYS):
+            raise ModelFileError(f"{path}: the re-ranker lacks arrays {sorted(set(_RERANKER_ARRAYS) - set(reranker))}")
+        try:
+            net.reranker = ShortlistReranker.from_arrays(reranker, net.input_dim, net.output_dim)
+        except ValueError as e:
+            raise ModelFileError(f"{path}: the re-ranker is malformed: {e}") from None
     if vocabulary is not None:
         try:
             net.vocabulary = vocabulary_from_array(vocabulary, net.input_dim)

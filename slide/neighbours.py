@@ -14,14 +14,14 @@ voted labels: fusion is exact, not a re-ranking of a shortlist. PfastreXML fuses
 tail-label classifier the same way, and DECAF / SiameseXML fuse their classifiers with
 nearest-neighbour shortlists.
 
-The weight is picked on validation data from WEIGHTS (`pick_weight`): how much the vote should
+The weight is picked on validation data from WEIGHTS (`pick_weights`): how much the vote should
 count depends on how well the network alone ranks, which differs by orders of magnitude between
 datasets (benches/neighbours.py). The search is exact (cpp/neighbours/neighbour_votes.cpp).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +30,7 @@ from ._core import neighbour_votes
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
-# Fusion weights `pick_weight` tries; 0 is the network alone.
+# Fusion weights `pick_weights` tries; 0 is the network alone.
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 
 
@@ -108,10 +108,12 @@ LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label 
 
 
 class Fusion:
-    """One batch of queries, scored once: the network's top-k, the votes and the logits of the
-    voted labels; `top(weight, k)` then ranks by logit + weight * vote for any weight."""
+    """One batch of queries, scored once: the network's top-k, the votes, the logits of the voted
+    labels and the re-ranker's scores of every candidate; `top(weight, k, rerank_weight)` then
+    ranks by logit + weight * vote + rerank_weight * re-ranker score for any weights."""
 
-    def __init__(self, ids: np.ndarray, logits: np.ndarray, votes: sp.csr_matrix, logits_of: LogitsOf) -> None:
+    def __init__(self, ids: np.ndarray, logits: np.ndarray, votes: sp.csr_matrix, logits_of: Optional[LogitsOf],
+                 rerank_of: Optional[LogitsOf] = None) -> None:
         n, k = ids.shape
         rows = np.repeat(np.arange(n), k)
         keep = ids.ravel() >= 0
@@ -126,25 +128,33 @@ class Fusion:
         self.ids = np.concatenate([ids.ravel()[keep][only_net], votes.indices]).astype(np.int32)
         self.logits = np.concatenate([logits.ravel()[keep][only_net], voted_logits]).astype(np.float32)
         self.vote = np.concatenate([np.zeros(int(only_net.sum()), np.float32), votes.data.astype(np.float32)])
+        self.rerank = np.zeros(self.ids.size, np.float32) if rerank_of is None else \
+            rerank_of(self.rows, self.ids).astype(np.float32)
 
-    def log_normalizer(self, weight: float, network_log_normalizer: np.ndarray) -> np.ndarray:
-        """log of sum_l exp(logit_l + weight * vote_l) over every output, per query: the
-        network's normaliser with the voted labels' terms scaled by exp(weight * vote)."""
-        voted = self.vote > 0
-        rows = self.rows[voted]
-        log_p = self.logits[voted].astype(np.float64) - network_log_normalizer[rows]
-        p_voted = np.bincount(rows, weights=np.exp(log_p), minlength=self.n)
-        rest = np.log(np.maximum(1.0 - p_voted, 1e-300))  # the unvoted labels keep their probability
-        boosted = log_p + weight * self.vote[voted]
+    def _boost(self, weight: float, rerank_weight: float) -> np.ndarray:
+        return np.float32(weight) * self.vote + np.float32(rerank_weight) * self.rerank
+
+    def log_normalizer(self, weight: float, network_log_normalizer: np.ndarray, rerank_weight: float = 0.0
+                       ) -> np.ndarray:
+        """log of sum_l exp(logit_l + boost_l) over every output, per query, where boost_l is
+        weight * vote_l + rerank_weight * rerank_l on the candidates and 0 elsewhere: the network's
+        normaliser with the candidates' terms scaled by exp(boost)."""
+        boost = self._boost(weight, rerank_weight)
+        boosted = boost != 0
+        rows = self.rows[boosted]
+        log_p = self.logits[boosted].astype(np.float64) - network_log_normalizer[rows]
+        p_boosted = np.bincount(rows, weights=np.exp(log_p), minlength=self.n)
+        rest = np.log(np.maximum(1.0 - p_boosted, 1e-300))  # the other labels keep their probability
+        lifted = log_p + boost[boosted]
         peak = rest.copy()
-        np.maximum.at(peak, rows, boosted)
-        total = np.exp(rest - peak) + np.bincount(rows, weights=np.exp(boosted - peak[rows]), minlength=self.n)
+        np.maximum.at(peak, rows, lifted)
+        total = np.exp(rest - peak) + np.bincount(rows, weights=np.exp(lifted - peak[rows]), minlength=self.n)
         return (network_log_normalizer + peak + np.log(total)).astype(np.float32)
 
-    def top(self, weight: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, weight: float, k: int, rerank_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(ids int32 [n, k], fused scores float32 [n, k]), best first; -1 / -inf where a query
         has fewer than k candidates."""
-        score = self.logits + np.float32(weight) * self.vote
+        score = self.logits + self._boost(weight, rerank_weight)
         order = np.lexsort((-score, self.rows))
         rows = self.rows[order]
         starts = np.searchsorted(rows, np.arange(self.n))
@@ -157,14 +167,15 @@ class Fusion:
         return ids, scores
 
 
-def pick_weight(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str = "P@1",
-                weights: tuple[float, ...] = WEIGHTS) -> tuple[float, dict[float, float]]:
-    """The fusion weight with the best `monitor` on (fusion's queries, Y); ties go to the smaller
-    weight. Returns it and every weight's score."""
+def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str = "P@1",
+                 weights: tuple[float, ...] = WEIGHTS, rerank_weights: tuple[float, ...] = (0.0,)
+                 ) -> tuple[tuple[float, float], dict[tuple[float, float], float]]:
+    """The (vote weight, re-ranker weight) pair with the best `monitor` on (fusion's queries, Y);
+    ties go to the smaller weights. Returns it and every pair's score."""
     scores = {}
     for w in weights:
-        ids, _ = fusion.top(w, max(ks))
-        scores[w] = float(ranking_report(ids, Y, ks)[monitor])
-    best = max(weights, key=lambda w: (scores[w], -w))
+        for rw in rerank_weights:
+            ids, _ = fusion.top(w, max(ks), rw)
+            scores[(w, rw)] = float(ranking_report(ids, Y, ks)[monitor])
+    best = max(scores, key=lambda pair: (scores[pair], -pair[0], -pair[1]))
     return best, scores
-

@@ -20,7 +20,6 @@ from ._core import Network as Engine, QuantizedCache, estimate_memory, set_colle
 from ._inputs import LabelsLike, as_features, as_labels
 from .batch_memory import ESTIMATE_BATCH, check_batch_fits
 from .config import LSHConfig
-from .early_stopping import check_monitor
 from .metrics import ranking_report
 from .model import arguments
 from .model.arguments import MODE_LSH, default_threads
@@ -34,7 +33,8 @@ from .model.guard import one_call_at_a_time
 from .modes import mode_of
 from .network_files import NetworkFiles, _network_from_bytes  # noqa: F401 (pickles name it here)
 from .neighbours import NeighbourMemory
-from .prediction.fused import VotedNetwork
+from .prediction.methods import FusedPrediction
+from .reranker import ShortlistReranker
 from .schedules import Schedule
 from .settings import NETWORK, defaults
 from .distributed.strategy import strategy_for
@@ -48,7 +48,7 @@ _D = defaults(NETWORK)    # the constructor's defaults, declared in slide.settin
 __all__ = ["Network", "History", "TrainingData", "TrainingDiverged", "TrainingInterrupted", "default_threads"]
 
 
-class Network(NetworkFiles, word_vectors.WordVectorLookup):
+class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
     """A network for extreme classification trained with LSH-sampled softmax (SLIDE).
 
     Args:
@@ -110,13 +110,13 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         beta2: float = _D["beta2"], eps: float = _D["eps"], input_norm: str = _D["input_norm"],
         input_dropout: float = _D["input_dropout"], precision: str = _D["precision"],
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
-        threads: Optional[int] = None, seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
+        rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None, seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
         hidden, lsh, hidden_lsh = arguments.layers(input_dim, output_dim, hidden, mode, lsh, hidden_lsh)
         arguments.check_training(optimizer, learning_rate, lr_schedule, lr_warmup, lr_schedule_steps,
                                  (beta1, beta2, eps))
         arguments.check_choices(input_norm, input_dropout, precision, neighbours, neighbour_weight, sparse_exchange,
-                                seed)
+                                seed, rerank, rerank_weight)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
@@ -127,10 +127,12 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         self.precision = precision
         self.neighbours, self.neighbour_weight = int(neighbours), float(neighbour_weight)
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
+        self.rerank, self.rerank_weight = int(rerank), float(rerank_weight)
+        self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange
-        self.ranks = strategy_for(comm, self.mode, self.neighbours)  # one process, or this rank of an MPI job
+        self.ranks = strategy_for(comm, self.mode, self.neighbours, self.rerank)  # one process, or this rank of an MPI job
         self.output_shard = (0, self.output_dim) if self.comm is None else self.ranks.output_shard(self.output_dim)
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
@@ -286,42 +288,13 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         if mode == "sparse" and not self.sampled:
             raise ValueError("mode='sparse' needs an LSH-sampled output layer; this network is dense")
         X = self.ranks.on_every_rank(as_features, X, self.input_dim)
-        if use_neighbours and self.voted is not None:
-            return self.voted.top(X, k, mode == "dense", self.neighbour_weight)
+        voted = self.voted
+        if voted is not None:
+            if not use_neighbours:
+                voted.memory = None
+            if voted.memory is not None or voted.reranker is not None:
+                return voted.top(X, k, mode == "dense", self.neighbour_weight, self.rerank_weight)
         return self.ranks.top_k(self, X, k, mode == "dense")
-
-    @property
-    def voted(self) -> Optional[VotedNetwork]:
-        """This network composed with its memory of training points, when they vote; else None."""
-        if not self.neighbours or self.memory is None or self.neighbour_weight <= 0 or self.comm is not None:
-            return None
-        return VotedNetwork(self, self.memory, self.neighbours)
-
-    def remember(self, X, Y: LabelsLike) -> "Network":
-        """Keep X, Y as the training points whose labels vote in predictions (replacing any kept
-        before); `fit` calls it with its training data when ``neighbours`` > 0. Returns self."""
-        X = as_features(X, self.input_dim)
-        self.memory = NeighbourMemory(X, as_labels(Y, self.output_dim, X.shape[0]))
-        return self
-
-    @one_call_at_a_time
-    def tune_neighbour_weight(self, X, Y: LabelsLike, *, monitor: str = "P@1", mode: str = "dense"
-                              ) -> dict[float, float]:
-        """Set ``neighbour_weight`` to the weight in `slide.neighbours.WEIGHTS` with the best
-        `monitor` on X, Y (validation data, not training data); returns every weight's score."""
-        if self.memory is None or not self.neighbours:
-            raise ValueError("tune_neighbour_weight needs neighbours > 0 and a memory (fit, or remember(X, Y))")
-        ks = self._ranks(None)
-        check_monitor(monitor, ks)
-        if monitor == "loss":
-            raise ValueError("the neighbour weight is picked by a ranking metric (P@k or nDCG@k), not loss")
-        check_scoring(mode)
-        X = as_features(X, self.input_dim)
-        Yc = as_labels(Y, self.output_dim, X.shape[0])
-        voted = VotedNetwork(self, self.memory, self.neighbours)
-        self.neighbour_weight, scores = voted.best_weight(X, Yc, ks, monitor, mode == "dense")
-        log.info("neighbour weight %g: validation %s %s", self.neighbour_weight, monitor, scores)
-        return scores
 
     @one_call_at_a_time
     def evaluate(self, X, Y: LabelsLike, *, ks: Optional[Sequence[int]] = None,
@@ -348,7 +321,7 @@ class Network(NetworkFiles, word_vectors.WordVectorLookup):
         check_int("k", k, 1, self.output_dim)
         X = self.ranks.on_every_rank(as_features, X, self.input_dim)
         if self.voted is not None:
-            return self.voted.top_proba(X, k, self.neighbour_weight)
+            return self.voted.top_proba(X, k, self.neighbour_weight, self.rerank_weight)
         ids, scores, log_normalizer = self.ranks.top_k(self, X, k, True, normaliser=True)
         return ids, np.exp(scores - log_normalizer[:, None]).astype(np.float32)
 

@@ -15,7 +15,7 @@ from .model_file import read_header
 # Settings a run's own checkpoint may hold differently from config.json: the neighbour weight is
 # tuned at the end of a run, threads change with `--resume --threads`, and the learning rate is
 # lowered by divergence back-offs (checked on its own, in _learning_rate_differs).
-_MAY_CHANGE = ("neighbour_weight", "threads", "learning_rate")
+_MAY_CHANGE = ("neighbour_weight", "rerank_weight", "threads", "learning_rate")
 
 
 def expected_network(cfg: dict, input_dim: int, output_dim: int) -> dict[str, Any]:

@@ -149,6 +149,12 @@ NETWORK = _table(
             "(cosine) with the network's logits; 0: the network alone", 0, 1000, flag="--neighbours", default=10),
     Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "
             "with validation data, training picks it from 0 to 1,024", 0, 1e6, flag="--neighbour-weight", default=4.0),
+    Setting("rerank", "int", "N: after the network, per-label linear classifiers over the input features (hashed, "
+            "64 MiB) are trained on each point's N best labels and its own, and re-score each prediction's N best "
+            "(slide.reranker); 0: off", 0, 1000, flag="--rerank", default=0),
+    Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
+            "score; with validation data, training picks it from 0 to 4", 0, 1e6, flag="--rerank-weight",
+            default=1.0),
 )
 
 # Keys of run.toml's [lsh] table: slide.LSHConfig's fields (the C++ LshConfig's defaults). The

@@ -32,13 +32,14 @@ STEPS_WANTED = 600  # optimizer steps a dense-output run takes at least (epochs 
 SMALL_BATCH = (16, 128)  # the dense output's batch size: about points / POINTS_PER_BATCH within this range
 POINTS_PER_BATCH = 40
 SMALL_EPOCHS = (5, 40)
+RERANK_SHORTLIST = 25  # the network's best labels the re-ranker re-scores (debian-deps: 25 scored as 50 did)
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[256], learning_rate=3e-3, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
     dense=True, input_norm="l2", input_dropout=0.0, neighbours=10, lsh=SLIDE_PRESET["lsh"])
 
 LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "learning_rate": 3e-3, "lr_schedule": "cosine",
-                                       "epochs": 10, "early_stopping": 2}
+                                       "epochs": 10, "early_stopping": 2, "rerank": RERANK_SHORTLIST}
 
 
 def small_output_schedule(train_points: int) -> tuple[int, int]:
@@ -69,4 +70,5 @@ def preset_for_shape(n_features: int, n_labels: int,
                f"(the batch's labels, its {p['lsh']['batch_active']:,} most frequent DWTA candidates, uniform "
                f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}, up to {p['epochs']} epochs "
                f"with a {p['lr_schedule']} learning rate from {p['learning_rate']:g}, stopping after "
-               f"{p['early_stopping']} without a better validation P@1")
+               f"{p['early_stopping']} without a better validation P@1, then a re-ranker of the network's "
+               f"{p['rerank']} best labels")

@@ -107,6 +107,10 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
     if final.get("neighbour_weight") is not None:
         print(f"predictions fuse the {net.neighbours} nearest training points' labels, weight "
               f"{final['neighbour_weight']:g}" + (" (the best on validation)" if source.validation else ""), flush=True)
+    if final.get("rerank_weight") is not None:
+        print(f"predictions re-rank the network's {net.rerank} best labels with per-label linear classifiers, "
+              f"weight {final['rerank_weight']:g}" + (" (the best on validation)" if source.validation else ""),
+              flush=True)
     if final.get("best_epoch") is not None:
         print(f"final model: epoch {final['best_epoch']}, the best on validation ({settings.monitor})", flush=True)
     print("test (exact, {:,} points): ".format(final["test_points"]) +

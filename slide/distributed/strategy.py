@@ -103,7 +103,7 @@ class Ranks:
         save_shards(net, path, include_optimizer=include_optimizer, extra=extra)
 
 
-def strategy_for(comm: Any, mode: str, neighbours: int) -> Any:
+def strategy_for(comm: Any, mode: str, neighbours: int, rerank: int = 0) -> Any:
     """SingleProcess without `comm`; otherwise Ranks over it, for a mode that can shard its output."""
     if comm is None:
         return SingleProcess()
@@ -111,9 +111,9 @@ def strategy_for(comm: Any, mode: str, neighbours: int) -> Any:
         raise ValueError("mode='sample' trains an active set per sample and cannot shard its output layer over "
                          "MPI ranks; use mode='batch' (the default) or 'dense'")
     ranks = Ranks(comm)
-    if neighbours and ranks.speaks:
-        log.warning("the neighbours' vote is not used under MPI (each rank holds only its share of the training "
-                    "points); predictions come from the network alone")
+    if (neighbours or rerank) and ranks.speaks:
+        log.warning("the neighbours' vote and the re-ranker are not used under MPI (each rank holds only its share "
+                    "of the training points); predictions come from the network alone")
     return ranks
 
 

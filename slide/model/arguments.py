@@ -78,14 +78,16 @@ def check_training(optimizer: str, learning_rate: Any, lr_schedule: Any, lr_warm
 
 
 def check_choices(input_norm: str, input_dropout: Any, precision: str, neighbours: Any, neighbour_weight: Any,
-                  sparse_exchange: str, seed: Any) -> None:
-    """The input transform, precision, vote, MPI exchange and seed."""
+                  sparse_exchange: str, seed: Any, rerank: Any = 0, rerank_weight: Any = 1.0) -> None:
+    """The input transform, precision, vote, re-ranker, MPI exchange and seed."""
     NETWORK["input_norm"].check(input_norm, "input_norm")
     if not (finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
         raise ValueError(f"input_dropout must be a number in [0, 1), got {input_dropout!r}")
     NETWORK["precision"].check(precision, "precision")
     NETWORK["neighbours"].check(neighbours, "neighbours")
     NETWORK["neighbour_weight"].check(neighbour_weight, "neighbour_weight")
+    NETWORK["rerank"].check(rerank, "rerank")
+    NETWORK["rerank_weight"].check(rerank_weight, "rerank_weight")
     check_int("seed", seed, 0, MAX_SEED)
     NETWORK["sparse_exchange"].check(sparse_exchange, "sparse_exchange")
 

@@ -208,6 +208,21 @@ class RunLoop:
         print(f"no better validation {self.s.monitor} for {self.s.early_stopping} epochs: stopping; the best was "
               f"epoch {tracker.best_at}", flush=True)
 
+    def _fit_fusion(self, memory: Split, extra: dict) -> None:
+        """The vote's memory and the re-ranker from the training points, fused at the weights
+        that do best on validation."""
+        net, s = self.net, self.s
+        if net.neighbours:
+            net.remember(memory.X, memory.Y)
+        if net.rerank:
+            net.fit_reranker(memory.X, memory.Y)
+        if self.validation_split is not None and s.monitor != "loss":
+            net.tune_fusion_weights(self.validation_split.X, self.validation_split.Y, monitor=s.monitor)
+        if net.neighbours:
+            extra["neighbour_weight"] = net.neighbour_weight
+        if net.rerank:
+            extra["rerank_weight"] = net.rerank_weight
+
     def _finish(self, memory: Optional[Split]) -> dict:
         """The final model (the best epoch's, with the vote's memory), its test report and model.npz."""
         net, s, extra = self.net, self.s, {}
@@ -217,11 +232,9 @@ class RunLoop:
             if tracker.best_at != self.pos.epoch:  # the final model is the best epoch's
                 self.best.restore_into(net, self.run_dir)
         t0 = time.perf_counter()
-        if memory is not None and net.neighbours:
-            net.remember(memory.X, memory.Y)
-            if self.validation_split is not None and s.monitor != "loss":
-                net.tune_neighbour_weight(self.validation_split.X, self.validation_split.Y, monitor=s.monitor)
-            extra["neighbour_weight"] = net.neighbour_weight
+        if memory is not None and (net.neighbours or net.rerank):
+            self._fit_fusion(memory, extra)
+        extra["fusion_seconds"] = round(time.perf_counter() - t0, 3)
         final = self._evaluate("final", _subsample(self.test, s.final_eval_samples, seed=2), {**extra, **_costs(self.pos)})
         net.save(self.run_dir / MODEL, include_optimizer=s.final_model_optimizer)
         final["model_seconds"] = time.perf_counter() - t0  # the final evaluation and model.npz

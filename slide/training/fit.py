@@ -1,5 +1,6 @@
 """`Network.fit`: epochs over data in memory or streamed, with validation, early stopping, the
-best epoch restored, callbacks, and (with `neighbours`) the vote's memory and weight at the end."""
+best epoch restored, callbacks, and at the end (with `neighbours`) the vote's memory, (with `rerank`)
+the shortlist re-ranker, and the weights that fuse them, picked on validation data."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
                         progress=progress and net.ranks.speaks, on_batch=on_batch)
     history = History()
     net.interrupted = False
-    net.memory = None  # epochs are judged by the network alone; the memory is this call's data (below)
+    net.memory = net.reranker = None  # epochs are judged by the network alone; these come from this call's data
     hooks.call("on_train_begin", net)
     _train_epochs(net, loop, validation, history, callback, hooks)
     if validation is not None:
@@ -149,13 +150,20 @@ def _epoch_metrics(epoch: int, loop: TrainingLoop) -> dict[str, Any]:
 
 def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validation_mode: str,
               history: History) -> None:
-    """With `neighbours`, the training points become the vote's memory, weighted on validation."""
-    if net.comm is not None or not net.neighbours:
-        return  # no vote under MPI (each rank holds only its share of the training points)
+    """With `neighbours`, the training points become the vote's memory; with `rerank`, they train
+    the re-ranker; the weights that fuse them with the network are picked on validation."""
+    if net.comm is not None or not (net.neighbours or net.rerank):
+        return  # neither under MPI (each rank holds only its share of the training points)
     if data is None:
-        log.info("fit on a stream: no nearest-neighbour memory (it needs the training points in memory); "
-                 "predictions use the network alone, or call remember() with the points to vote")
+        log.info("fit on a stream: no nearest-neighbour memory or re-ranker (they need the training points in "
+                 "memory); predictions use the network alone, or call remember() / fit_reranker() with the points")
         return
-    net.remember(data.X, data.Y)
+    if net.neighbours:
+        net.remember(data.X, data.Y)
+    if net.rerank:
+        net.fit_reranker(data.X, data.Y)
     if val is not None and monitor != "loss":
-        history.neighbour_weight_scores = net.tune_neighbour_weight(*val, monitor=monitor, mode=validation_mode)
+        scores = net.tune_fusion_weights(*val, monitor=monitor, mode=validation_mode)
+        if net.neighbours:  # each vote weight's score at the re-ranker's chosen weight (0 without one)
+            chosen = net.rerank_weight if net.reranker is not None else 0.0
+            history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from slide import Network
 from slide.shape_defaults import DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, SMALL_OUTPUT_PRESET, preset_for_shape
 
 
@@ -41,6 +42,9 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["early_stopping"] == LARGE_OUTPUT_PRESET["early_stopping"]
     assert config["network"]["learning_rate"] == LARGE_OUTPUT_PRESET["learning_rate"]
+    assert config["network"]["rerank"] == LARGE_OUTPUT_PRESET["rerank"] > 0
+    assert "predictions re-rank the network's 25 best labels" in out
+    assert Network.load(tmp_path / "run" / "model.npz").reranker.shortlist == LARGE_OUTPUT_PRESET["rerank"]
 
 
 @pytest.mark.parametrize("points", [1, 15, 333, 1_123, 4_880, 12_920, 21_519, 10**7])

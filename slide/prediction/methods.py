@@ -1,0 +1,110 @@
+"""What `Network` offers for prediction beyond the network alone: the neighbours' vote
+(`remember`, `tune_neighbour_weight`) and the shortlist re-ranker (`fit_reranker`), and the
+weights that fuse them (`tune_fusion_weights`). A mixin, so that `Network` stays the model."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Optional
+
+from .._inputs import LabelsLike, as_features, as_labels
+from ..early_stopping import check_monitor
+from ..model.checks import check_scoring
+from ..model.guard import one_call_at_a_time
+from ..neighbours import WEIGHTS, NeighbourMemory
+from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
+from .fused import VotedNetwork
+
+log = logging.getLogger("slide")
+
+
+class FusedPrediction:
+    """The vote and the re-ranker of a `Network` (which sets memory, reranker and their settings)."""
+
+    memory: Optional[NeighbourMemory]
+    reranker: Optional[ShortlistReranker]
+
+    @property
+    def voted(self: Any) -> Optional[VotedNetwork]:
+        """This network composed with its vote and re-ranker, when either takes part; else None."""
+        if self.comm is not None:
+            return None
+        votes = bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
+        reranks = self.reranker is not None and self.rerank_weight > 0
+        if not (votes or reranks):
+            return None
+        return VotedNetwork(self, self.memory if votes else None, self.neighbours,
+                            self.reranker if reranks else None)
+
+    def remember(self: Any, X, Y: LabelsLike) -> Any:
+        """Keep X, Y as the training points whose labels vote in predictions (replacing any kept
+        before); `fit` calls it with its training data when ``neighbours`` > 0. Returns self."""
+        X = as_features(X, self.input_dim)
+        self.memory = NeighbourMemory(X, as_labels(Y, self.output_dim, X.shape[0]))
+        return self
+
+    @one_call_at_a_time
+    def fit_reranker(self: Any, X, Y: LabelsLike, *, epochs: int = EPOCHS) -> list[float]:
+        """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
+        each point's shortlist is the network's top ``rerank`` labels and its own. `fit` calls it
+        after the network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss."""
+        if not self.rerank:
+            raise ValueError("fit_reranker needs rerank > 0 (the shortlist each point is re-ranked on)")
+        if self.comm is not None:
+            raise ValueError("the re-ranker trains in one process (under MPI each rank holds a share of the points)")
+        X = as_features(X, self.input_dim)
+        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        t0 = time.perf_counter()
+        shortlist = min(self.rerank, self.output_dim)
+        candidates, _ = self.ranks.top_k(self, X, shortlist, True)
+        self.reranker = ShortlistReranker(self.input_dim, self.output_dim, shortlist)
+        losses = self.reranker.fit(X, Yc, candidates, epochs=epochs, threads=self.threads, seed=self.seed)
+        log.info("re-ranker: %d epochs on %d points' shortlists of %d in %.1fs, losses %s", epochs, X.shape[0],
+                 shortlist, time.perf_counter() - t0, losses)
+        return losses
+
+    @one_call_at_a_time
+    def tune_neighbour_weight(self: Any, X, Y: LabelsLike, *, monitor: str = "P@1", mode: str = "dense"
+                              ) -> dict[float, float]:
+        """Set ``neighbour_weight`` to the weight in `slide.neighbours.WEIGHTS` with the best
+        `monitor` on X, Y (validation data, not training data); returns every weight's score."""
+        if self.memory is None or not self.neighbours:
+            raise ValueError("tune_neighbour_weight needs neighbours > 0 and a memory (fit, or remember(X, Y))")
+        rerank = (self.rerank_weight,) if self.reranker is not None else (0.0,)
+        scores = _tune(self, X, Y, monitor, mode, WEIGHTS, rerank, self.memory)
+        return {w: score for (w, _), score in scores.items()}
+
+    @one_call_at_a_time
+    def tune_fusion_weights(self: Any, X, Y: LabelsLike, *, monitor: str = "P@1", mode: str = "dense"
+                            ) -> dict[tuple[float, float], float]:
+        """Set ``neighbour_weight`` and ``rerank_weight`` to the pair (from `slide.neighbours.WEIGHTS`
+        and `slide.reranker.WEIGHTS`) with the best `monitor` on X, Y (validation data); returns
+        every pair's score. Without a memory (or a re-ranker) only the other weight is tuned."""
+        votes = self.memory is not None and bool(self.neighbours)
+        if not votes and self.reranker is None:
+            raise ValueError("tune_fusion_weights needs a memory (neighbours > 0) or a re-ranker (rerank > 0)")
+        return _tune(self, X, Y, monitor, mode, WEIGHTS if votes else (0.0,),
+                     RERANK_WEIGHTS if self.reranker is not None else (0.0,), self.memory if votes else None)
+
+
+def _tune(net: Any, X, Y: LabelsLike, monitor: str, mode: str, weights: tuple, rerank_weights: tuple,
+          memory: Optional[NeighbourMemory]) -> dict[tuple[float, float], float]:
+    ks = net._ranks(None)
+    check_monitor(monitor, ks)
+    if monitor == "loss":
+        raise ValueError("the fusion weights are picked by a ranking metric (P@k or nDCG@k), not loss")
+    check_scoring(mode)
+    X = as_features(X, net.input_dim)
+    Yc = as_labels(Y, net.output_dim, X.shape[0])
+    composed = VotedNetwork(net, memory, net.neighbours, net.reranker if net.reranker is not None else None)
+    (weight, rerank_weight), scores = composed.best_weights(X, Yc, ks, monitor, mode == "dense", weights,
+                                                            rerank_weights)
+    if memory is not None:
+        net.neighbour_weight = weight
+    if net.reranker is not None:
+        net.rerank_weight = rerank_weight
+    log.info("fusion weights: vote %g, re-ranker %g: validation %s %s", weight, rerank_weight, monitor,
+             {f"{w:g}/{r:g}": round(s, 4) for (w, r), s in scores.items()})
+    return scores
+

@@ -1,0 +1,146 @@
+"""The shortlist re-ranker (slide.reranker): its engine scores equal a NumPy oracle of the hashed
+per-label weights; training learns each point's labels over its shortlist (its own labels always
+among them); fit, predict, predict_proba and model files carry it; bad arrays and hostile files are
+refused with errors that name what is wrong."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import slide
+from slide._core import reranker_epoch, reranker_scores
+from slide.datasets import make_train_test
+from slide.datasets.synthetic import unit_rows
+from slide.model_file import ModelFileError, read_arrays, read_header, write_model
+from slide.reranker import WEIGHTS, ShortlistReranker
+
+M64 = (1 << 64) - 1
+
+
+def _slot(label: int, feature: int, bits: int) -> tuple[int, float]:
+    """The oracle of cpp/rerank/shortlist_reranker.cpp's slot_of, in Python integers."""
+    h = ((label * 0x9E3779B97F4A7C15) & M64) ^ ((feature * 0xC2B2AE3D27D4EB4F) & M64)
+    h ^= h >> 29
+    h = (h * 0xBF58476D1CE4E5B9) & M64
+    h ^= h >> 32
+    return h & ((1 << bits) - 1), (-1.0 if h >> 63 else 1.0)
+
+
+def _random_problem(seed=0, n=40, features=30, labels=20):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, features, density=0.2, format="csr", random_state=seed, dtype=np.float32)
+    Y = sp.csr_matrix((np.ones(n, np.float32), rng.integers(0, labels, n), np.arange(n + 1)), shape=(n, labels))
+    return X, Y
+
+
+def test_scores_equal_the_hashed_linear_oracle():
+    X, _ = _random_problem()
+    r = ShortlistReranker(30, 20, shortlist=5, bits=10)
+    rng = np.random.default_rng(1)
+    r.slots[:, 0] = rng.normal(size=r.slots.shape[0])
+    r.bias[:, 0] = rng.normal(size=20)
+    rows, labels = rng.integers(0, 40, 200), rng.integers(0, 20, 200)
+    got = r.scores(X, rows, labels, threads=2)
+    U = unit_rows(X)
+    for p, (row, label) in enumerate(zip(rows, labels)):
+        want = r.bias[label, 0]
+        for f, v in zip(U.indices[U.indptr[row]:U.indptr[row + 1]], U.data[U.indptr[row]:U.indptr[row + 1]]):
+            slot, sign = _slot(int(label), int(f), 10)
+            want += v * sign * r.slots[slot, 0]
+        assert got[p] == pytest.approx(want, rel=1e-5, abs=1e-5)
+
+
+def test_training_ranks_each_points_labels_first_even_when_the_shortlist_misses_them():
+    # Each label is announced by one feature of its own, buried among shared noise features: a
+    # per-label linear rule the re-ranker must find. The candidates never hold the true label.
+    rng = np.random.default_rng(3)
+    n, labels, noise = 600, 30, 40
+    y = rng.integers(0, labels, n)
+    rows = np.repeat(np.arange(n), 4)
+    cols = np.column_stack([y, labels + rng.integers(0, noise, (n, 3))]).ravel()
+    X = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(n, labels + noise))
+    Y = sp.csr_matrix((np.ones(n, np.float32), y, np.arange(n + 1)), shape=(n, labels))
+    wrong = (y[:, None] + 1 + np.arange(5)[None, :]) % labels
+    r = ShortlistReranker(labels + noise, labels, shortlist=6, bits=12)
+    losses = r.fit(X, Y, wrong.astype(np.int32), epochs=5, threads=2)
+    assert losses[-1] < losses[0] / 2
+    shortlist = np.column_stack([y, wrong])
+    scores = r.scores(X, np.repeat(np.arange(n), 6), shortlist.ravel()).reshape(n, 6)
+    assert np.mean(scores.argmax(1) == 0) > 0.95
+
+
+def test_bad_arrays_are_refused_with_what_is_wrong():
+    X, Y = _random_problem()
+    U = unit_rows(X)
+    slots, bias = np.zeros((64, 2), np.float32), np.zeros((20, 2), np.float32)
+    args = (U.indptr, U.indices, U.data, 30)
+    with pytest.raises(ValueError, match="label id 20 lies outside"):
+        reranker_scores(*args, np.zeros(1, np.int64), np.array([20], np.int32), slots, bias, 1)
+    with pytest.raises(ValueError, match="row 40 lies outside"):
+        reranker_scores(*args, np.array([40], np.int64), np.zeros(1, np.int32), slots, bias, 1)
+    with pytest.raises(ValueError, match="power-of-two"):
+        reranker_scores(*args, np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros((48, 2), np.float32), bias, 1)
+    cand = np.zeros((40, 3), np.int32)
+    order = np.arange(40, dtype=np.int64)
+    y = (Y.indptr.astype(np.int64), Y.indices.astype(np.int32))
+    with pytest.raises(ValueError, match="label id -2 lies outside"):
+        reranker_epoch(*args, *y, np.full((40, 3), -2, np.int32), order, slots, bias, 0.1, 1)
+    with pytest.raises(ValueError, match="one row per row of x"):
+        reranker_epoch(*args, *y, cand[:39], order, slots, bias, 0.1, 1)
+    with pytest.raises(ValueError, match="outside \\[0, 40\\)"):
+        reranker_epoch(*args, *y, cand, order + 1, slots, bias, 0.1, 1)
+    with pytest.raises(ValueError, match="learning rate"):
+        reranker_epoch(*args, *y, cand, order, slots, bias, float("nan"), 1)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    train, test = make_train_test(1200, 300, 400, 9000, seed=4, avg_nnz=12, avg_labels=2)
+    net = slide.Network(400, 9000, hidden=(16,), mode="batch", rerank=10, neighbours=0, threads=2, seed=0)
+    net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
+    path = tmp_path_factory.mktemp("reranked") / "m.npz"
+    net.save(path)
+    return net, path, test
+
+
+def test_fit_trains_the_reranker_and_picks_its_weight_on_validation(trained):
+    net, _, test = trained
+    assert net.reranker is not None and net.reranker.shortlist == 10
+    assert net.rerank_weight in WEIGHTS
+    assert np.any(net.reranker.slots[:, 0] != 0)
+    ids, scores = net.predict(test.X, k=5)
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    ids_p, proba = net.predict_proba(test.X, k=5)
+    assert np.array_equal(ids_p, ids) or net.rerank_weight == 0
+    assert np.all(proba.sum(1) <= 1.0 + 1e-5) and np.all(proba > 0)
+
+
+def test_a_model_file_round_trips_the_reranker(trained):
+    net, path, test = trained
+    back = slide.Network.load(path)
+    assert back.rerank_weight == net.rerank_weight and back.reranker.shortlist == net.reranker.shortlist
+    assert np.array_equal(back.reranker.slots[:, 0], net.reranker.slots[:, 0])
+    assert np.array_equal(back.predict(test.X, k=5)[0], net.predict(test.X, k=5)[0])
+
+
+def _tampered(path, out, change):
+    header, arrays = read_header(path), read_arrays(path)
+    header.pop("checksums")
+    change(arrays)
+    write_model(out, header, arrays)
+    return out
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: a.update({"reranker.bias": a["reranker.bias"][:-1]}), "one per label"),
+    (lambda a: a.update({"reranker.weights": a["reranker.weights"][:-1]}), "power of two"),
+    (lambda a: a["reranker.weights"].__setitem__(3, np.nan), "NaN or inf"),
+    (lambda a: a.update({"reranker.shortlist": np.array([0], np.int64)}), "one count in"),
+    (lambda a: a.pop("reranker.bias"), "lacks arrays"),
+])
+def test_a_hostile_reranker_in_a_model_file_is_refused(trained, tmp_path, change, message):
+    _, path, _ = trained
+    bad = _tampered(path, tmp_path / "bad.npz", change)
+    with pytest.raises(ModelFileError, match=message) as e:
+        slide.Network.load(bad)
+    assert str(bad) in str(e.value)
