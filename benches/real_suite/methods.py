@@ -8,8 +8,9 @@
                  labels plus 4,096 shared uniform negatives; Adam 1e-3, batch 256, 5 epochs), large sets only.
 
 Each returns top-5 label ids for the test points and its seconds: `train_seconds` is what training
-costs (for slide: training, the evaluations that pick the vote's weight and the best epoch, and
-checkpoints; not loading the files or the final test evaluation), `predict_seconds` ranking the test set."""
+costs (for slide: training, the evaluations that pick the best epoch, checkpoints, and after the
+last epoch the vote's memory, the re-ranker and the search for their weights; not loading the
+files or the final test evaluation), `predict_seconds` ranking the test set."""
 
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ def run_slide(folder: Path, train, test, threads: int, seed: int, work: Path, ex
     t1 = time.perf_counter()
     ids, _ = net.predict(test.X, k=K)
     predict = time.perf_counter() - t1
-    cost = final["train_seconds"] + final["eval_seconds"] + final["checkpoint_seconds"]
+    cost = final["train_seconds"] + final["eval_seconds"] + final["checkpoint_seconds"] + final.get("fusion_seconds", 0)
     return {"ids": ids, "train_seconds": cost, "predict_seconds": predict, "cli_wall_seconds": wall,
-            "time_split": {k: final[k] for k in ("train_seconds", "eval_seconds", "checkpoint_seconds")},
+            "time_split": {k: final.get(k, 0) for k in ("train_seconds", "eval_seconds", "checkpoint_seconds",
+                                                      "fusion_seconds")},
             "outside_training_share": round(1 - final["train_seconds"] / wall, 4),
             "network": str(net), "stdout_tail": cli.stdout.strip().splitlines()[-4:]}
 
