@@ -35,7 +35,7 @@ def render_table(report: dict) -> str:
     env = report["environment"]
     lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, one run "
              f"(`benches/results/real_suite.json`). Training s: what training costs (slide: training plus "
-             f"the evaluations that pick the best epoch and the vote's weight); ratio: against the faster "
+             f"the evaluations that pick the best epoch, the vote's memory, the re-ranker and their weights); ratio: against the faster "
              f"tree method.", "",
              "| set (train / test points, labels) | method | P@1 | P@3 | P@5 | PSP@1 | PSP@5 | train s | ratio | "
              "predict s | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
