@@ -3,7 +3,7 @@ either dense (full softmax, the exact reference) or sampled by LSH (SLIDE).
 
 `Network` is the model: its configuration, the engine handle, its parameters and exact or LSH
 top-k. What else a user calls on it is delegated: training to `slide.training` (one loop for
-`fit`, `partial_fit` and `slide train`), prediction with the neighbours' vote to
+`fit`, `partial_fit` and `slide train`), prediction with the neighbours' vote and the re-ranker to
 `slide.prediction`, where it runs (one process or MPI ranks) to a `slide.distributed.strategy`,
 and files to `slide.model_file` and `slide.distributed.checkpoint`."""
 
@@ -86,6 +86,11 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
             the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
             elsewhere) while the optimizer updates fp32 master weights. Prediction with
             ``mode="dense"`` uses the fp32 weights.
+        neighbours, neighbour_weight: predictions add ``neighbour_weight`` x the vote of the
+            ``neighbours`` most similar training points (`remember`; 0: no vote).
+        rerank, rerank_weight: `fit` then trains per-label linear classifiers on each training
+            point's ``rerank`` best labels, and predictions add ``rerank_weight`` x their score on
+            the network's ``rerank`` best (`fit_reranker`, `slide.reranker`; 0: no re-ranker).
         threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
@@ -110,7 +115,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         beta2: float = _D["beta2"], eps: float = _D["eps"], input_norm: str = _D["input_norm"],
         input_dropout: float = _D["input_dropout"], precision: str = _D["precision"],
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
-        rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None, seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
+        rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None,
+        seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
         hidden, lsh, hidden_lsh = arguments.layers(input_dim, output_dim, hidden, mode, lsh, hidden_lsh)
         arguments.check_training(optimizer, learning_rate, lr_schedule, lr_warmup, lr_schedule_steps,
@@ -132,7 +138,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange
-        self.ranks = strategy_for(comm, self.mode, self.neighbours, self.rerank)  # one process, or this rank of an MPI job
+        # one process, or this rank of an MPI job
+        self.ranks = strategy_for(comm, self.mode, self.neighbours, self.rerank)
         self.output_shard = (0, self.output_dim) if self.comm is None else self.ranks.output_shard(self.output_dim)
         self.interrupted = False
         self._busy, self._busy_with = threading.RLock(), None
@@ -277,7 +284,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
 
         Scores are logits, plus ``neighbour_weight`` times the neighbours' vote when the network
         remembers its training points (`remember`; `fit` does it when ``neighbours`` > 0) and
-        ``use_neighbours`` is true. ``mode="dense"`` scores every output neuron (exact);
+        ``use_neighbours`` is true, plus ``rerank_weight`` times the re-ranker's score on the
+        network's ``rerank`` best labels when it has one (`fit_reranker`). ``mode="dense"`` scores every output neuron (exact);
         ``mode="sparse"`` scores only the neurons the LSH tables retrieve (fast, approximate;
         topped up with random neurons so at least k are scored). Missing entries get id -1.
         """

@@ -1,2 +1,2 @@
-"""Prediction with the neighbours' vote: a network and a memory of training points, composed
-(`fused.VotedNetwork`); the network alone ranks without either."""
+"""Prediction beyond the network alone: the neighbours' vote and the shortlist re-ranker, composed
+with the network (`fused.VotedNetwork`) and offered on `Network` (`methods.FusedPrediction`)."""

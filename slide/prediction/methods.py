@@ -97,7 +97,7 @@ def _tune(net: Any, X, Y: LabelsLike, monitor: str, mode: str, weights: tuple, r
     check_scoring(mode)
     X = as_features(X, net.input_dim)
     Yc = as_labels(Y, net.output_dim, X.shape[0])
-    composed = VotedNetwork(net, memory, net.neighbours, net.reranker if net.reranker is not None else None)
+    composed = VotedNetwork(net, memory, net.neighbours, net.reranker)
     (weight, rerank_weight), scores = composed.best_weights(X, Yc, ks, monitor, mode == "dense", weights,
                                                             rerank_weights)
     if memory is not None:
