@@ -208,28 +208,32 @@ def _read_arrays_into(path: Path, state: dict[str, np.ndarray], checksums: dict
 
 
 def _attach_memory_and_vocabulary(net: Any, path: Path, whole: dict[str, np.ndarray]) -> None:
-    memory = {k: v for k, v in whole.items() if k in _MEMORY_ARRAYS}
     vocabulary = whole.get(VOCABULARY_ARRAY)
-    if memory:
-        if set(memory) != set(_MEMORY_ARRAYS):
-            raise ModelFileError(f"{path}: the neighbour memory lacks arrays {sorted(set(_MEMORY_ARRAYS) - set(memory))}")
-        try:
-            net.memory = NeighbourMemory.from_arrays(memory, net.input_dim, net.output_dim)
-        except ValueError as e:
-            raise ModelFileError(f"{path}: the neighbour memory is malformed: {e}") from None
-    reranker = {k: v for k, v in whole.items() if k in _RERANKER_ARRAYS}
-    if reranker:
-        if set(reranker) != set(_RERANKER_ARRAYS):
-            raise ModelFileError(f"{path}: the re-ranker lacks arrays {sorted(set(_RERANKER_ARRAYS) - set(reranker))}")
-        try:
-            net.reranker = ShortlistReranker.from_arrays(reranker, net.input_dim, net.output_dim)
-        except ValueError as e:
-            raise ModelFileError(f"{path}: the re-ranker is malformed: {e}") from None
+    memory = _optional_part(net, path, whole, _MEMORY_ARRAYS, "the neighbour memory", NeighbourMemory.from_arrays)
+    if memory is not None:
+        net.memory = memory
+    reranker = _optional_part(net, path, whole, _RERANKER_ARRAYS, "the re-ranker", ShortlistReranker.from_arrays)
+    if reranker is not None:
+        net.reranker = reranker
     if vocabulary is not None:
         try:
             net.vocabulary = vocabulary_from_array(vocabulary, net.input_dim)
         except ValueError as e:
             raise ModelFileError(f"{path}: the vocabulary is malformed: {e}") from None
+
+
+def _optional_part(net: Any, path: Path, whole: dict[str, np.ndarray], names: dict, what: str, build) -> Any:
+    """The part of the model that `names` hold (the memory, the re-ranker), built by `build`; None
+    when the file has none of them. ModelFileError naming the file when some are missing or wrong."""
+    arrays = {k: v for k, v in whole.items() if k in names}
+    if not arrays:
+        return None
+    if set(arrays) != set(names):
+        raise ModelFileError(f"{path}: {what} lacks arrays {sorted(set(names) - set(arrays))}")
+    try:
+        return build(arrays, net.input_dim, net.output_dim)
+    except ValueError as e:
+        raise ModelFileError(f"{path}: {what} is malformed: {e}") from None
 
 
 def _restore_counters(net: Any, path: Path, saved_counters: dict) -> None:
