@@ -51,6 +51,7 @@ BLOCKS: dict[str, Block] = {
     "xc_real": _one("xc_real.json", accuracy.xc_real),
     "xc_real_published": _one("xc_real.json", accuracy.xc_real_published),
     "neighbours": _one("neighbours.json", accuracy.neighbours),
+    "reranker": _one("reranker.json", accuracy.reranker),
     "text8_gensim": _one("text8_gensim.json", accuracy.text8_gensim),
     # side by side with the baselines
     "compare": _one("compare/compare.json", baselines.compare),

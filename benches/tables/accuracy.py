@@ -1,5 +1,6 @@
 """Renderers for accuracy on real and realistic data: the real-data suite (its own report module),
-the real Bibtex/Delicious splits, the nearest neighbours' vote, and Text8 word vectors."""
+the real Bibtex/Delicious splits, the nearest neighbours' vote, the shortlist re-ranker, and Text8
+word vectors."""
 
 from __future__ import annotations
 
@@ -87,3 +88,19 @@ def text8_gensim(result: dict, name: str = "text8_gensim.json") -> str:
              f"ratios against gensim's defaults")
     return source(name, result, extra=extra) + "\n\n" + table(
         ["system", "seeds", "words/s", "wordsim353", "SimLex-999", "analogies", "words/s, full text8 shape"], rows)
+
+
+def reranker(result: dict, name: str = "reranker.json") -> str:
+    """The re-ranker's variants on one real set, under the network alone they re-rank."""
+    alone = result["network_alone"]
+    rows = [["network alone", "-", fixed(result["network_seconds"], 1), "-",
+             *(f"{alone[m]:.4f}" for m in ("P@1", "P@3", "P@5"))]]
+    for i, v in enumerate(result["variants"]):
+        what = f"shortlist {v['shortlist']}, {v['epochs']} epochs, 2^{v['bits']} slots"
+        rows.append([f"**{what}** (default)" if i == 0 else what, f"{v['rerank_weight']:g}",
+                     fixed(v["shortlist_seconds"], 1), fixed(v["fit_seconds"], 1),
+                     *(f"{v[m]:.4f}" for m in ("P@1", "P@3", "P@5"))])
+    extra = (f"{result['set']}: {result['train']:,} training points ({result['validation']:,} more held out "
+             f"to pick the epoch and the weight), {result['test']:,} test points, {result['labels']:,} labels; one run")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["network + re-ranker", "weight", "shortlist s", "re-ranker s", "P@1", "P@3", "P@5"], rows)
