@@ -285,8 +285,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         Scores are logits, plus ``neighbour_weight`` times the neighbours' vote when the network
         remembers its training points (`remember`; `fit` does it when ``neighbours`` > 0) and
         ``use_neighbours`` is true, plus ``rerank_weight`` times the re-ranker's score on the
-        network's ``rerank`` best labels when it has one (`fit_reranker`). ``mode="dense"`` scores every output neuron (exact);
-        ``mode="sparse"`` scores only the neurons the LSH tables retrieve (fast, approximate;
+        network's ``rerank`` best labels when it has one (`fit_reranker`). ``mode="dense"``
+        scores every output neuron (exact); ``mode="sparse"`` scores only the neurons the LSH tables retrieve (fast, approximate;
         topped up with random neurons so at least k are scored). Missing entries get id -1.
         """
         check_int("k", k, 1)
@@ -296,12 +296,9 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         if mode == "sparse" and not self.sampled:
             raise ValueError("mode='sparse' needs an LSH-sampled output layer; this network is dense")
         X = self.ranks.on_every_rank(as_features, X, self.input_dim)
-        voted = self.voted
-        if voted is not None:
-            if not use_neighbours:
-                voted.memory = None
-            if voted.memory is not None or voted.reranker is not None:
-                return voted.top(X, k, mode == "dense", self.neighbour_weight, self.rerank_weight)
+        composed = self.composed(use_neighbours)
+        if composed is not None:
+            return composed.top(X, k, mode == "dense", self.neighbour_weight, self.rerank_weight)
         return self.ranks.top_k(self, X, k, mode == "dense")
 
     @one_call_at_a_time

@@ -28,14 +28,33 @@ class FusedPrediction:
     @property
     def voted(self: Any) -> Optional[VotedNetwork]:
         """This network composed with its vote and re-ranker, when either takes part; else None."""
+        return self.composed()
+
+    def composed(self: Any, use_neighbours: bool = True) -> Optional[VotedNetwork]:
+        """This network composed with its vote (unless `use_neighbours` is false) and re-ranker,
+        those that take part (present, with a positive weight, not under MPI); None when neither does."""
         if self.comm is not None:
             return None
-        votes = bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
+        votes = use_neighbours and bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
         reranks = self.reranker is not None and self.rerank_weight > 0
         if not (votes or reranks):
             return None
         return VotedNetwork(self, self.memory if votes else None, self.neighbours,
                             self.reranker if reranks else None)
+
+    def fit_fusion(self: Any, X, Y: LabelsLike, validation: Optional[tuple] = None, *, monitor: str = "P@1",
+                   mode: str = "dense") -> Optional[dict[tuple[float, float], float]]:
+        """What `fit` and `slide train` do after the last epoch: X, Y (the training points in
+        memory) become the vote's memory (``neighbours`` > 0) and train the re-ranker (``rerank``
+        > 0); with a `validation` pair, the weights that fuse them are picked on it. Returns every
+        weight pair's validation score, or None when nothing was tuned."""
+        if self.neighbours:
+            self.remember(X, Y)
+        if self.rerank:
+            self.fit_reranker(X, Y)
+        if validation is None or monitor == "loss" or not (self.neighbours or self.rerank):
+            return None
+        return self.tune_fusion_weights(*validation, monitor=monitor, mode=mode)
 
     def remember(self: Any, X, Y: LabelsLike) -> Any:
         """Keep X, Y as the training points whose labels vote in predictions (replacing any kept

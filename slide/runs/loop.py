@@ -211,13 +211,8 @@ class RunLoop:
     def _fit_fusion(self, memory: Split, extra: dict) -> None:
         """The vote's memory and the re-ranker from the training points, fused at the weights
         that do best on validation."""
-        net, s = self.net, self.s
-        if net.neighbours:
-            net.remember(memory.X, memory.Y)
-        if net.rerank:
-            net.fit_reranker(memory.X, memory.Y)
-        if self.validation_split is not None and s.monitor != "loss":
-            net.tune_fusion_weights(self.validation_split.X, self.validation_split.Y, monitor=s.monitor)
+        net, val = self.net, self.validation_split
+        net.fit_fusion(memory.X, memory.Y, None if val is None else (val.X, val.Y), monitor=self.s.monitor)
         if net.neighbours:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:

@@ -158,12 +158,7 @@ def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validatio
         log.info("fit on a stream: no nearest-neighbour memory or re-ranker (they need the training points in "
                  "memory); predictions use the network alone, or call remember() / fit_reranker() with the points")
         return
-    if net.neighbours:
-        net.remember(data.X, data.Y)
-    if net.rerank:
-        net.fit_reranker(data.X, data.Y)
-    if val is not None and monitor != "loss":
-        scores = net.tune_fusion_weights(*val, monitor=monitor, mode=validation_mode)
-        if net.neighbours:  # each vote weight's score at the re-ranker's chosen weight (0 without one)
-            chosen = net.rerank_weight if net.reranker is not None else 0.0
-            history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}
+    scores = net.fit_fusion(data.X, data.Y, val, monitor=monitor, mode=validation_mode)
+    if scores is not None and net.neighbours:  # each vote weight's score at the re-ranker's chosen one
+        chosen = net.rerank_weight if net.reranker is not None else 0.0
+        history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}
