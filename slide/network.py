@@ -230,7 +230,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
             X: float features, scipy.sparse (CSR preferred) or a 2-D NumPy array. Or, with Y
                 omitted, data larger than memory: a `slide.datasets.Stream` (a shard folder read
                 shard by shard, shuffled by the stream's own seed), or any iterable of (X, Y)
-                pieces, trained in the order given (a one-pass iterator allows one epoch).
+                pieces, trained in the order given (a one-pass iterator allows one epoch). A
+                Stream also trains the re-ranker (``rerank``); neither has the vote.
             Y: labels: a sparse samples x output_dim matrix, a 0/1 indicator matrix, a 1-D vector of
                 class ids, or one label id or list of label ids per sample.
             epochs: passes over the data (at most; see early_stopping).

@@ -46,17 +46,20 @@ class ShortlistReranker:
             lr: float = LEARNING_RATE, threads: int = 1, seed: int = 0) -> list[float]:
         """Train on each row's shortlist: its row of `candidates` (int32 [n, width], -1 for none)
         and its labels in Y. Returns each epoch's mean logistic loss per shortlisted label."""
+        rng = np.random.default_rng(seed)
+        return [self.train_pass(X, Y, candidates, rng.permutation(X.shape[0]), lr=lr, threads=threads)
+                for _ in range(epochs)]
+
+    def train_pass(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, rows: np.ndarray, *,
+                   lr: float = LEARNING_RATE, threads: int = 1) -> float:
+        """One pass over `rows` of X, Y in that order (`fit`'s epoch, or one shard of a streamed
+        one); returns its mean logistic loss per shortlisted label."""
         X, Y = unit_rows(X), sp.csr_matrix(Y, dtype=np.float32)
         Y.sum_duplicates()
-        candidates = np.ascontiguousarray(candidates, dtype=np.int32)
-        rng = np.random.default_rng(seed)
-        losses = []
-        for _ in range(epochs):
-            order = rng.permutation(X.shape[0]).astype(np.int64)
-            losses.append(reranker_epoch(X.indptr, X.indices, X.data, self.n_features, Y.indptr.astype(np.int64),
-                                         Y.indices.astype(np.int32), candidates, order, self.slots, self.bias,
-                                         float(lr), max(1, int(threads))))
-        return losses
+        return reranker_epoch(X.indptr, X.indices, X.data, self.n_features, Y.indptr.astype(np.int64),
+                              Y.indices.astype(np.int32), np.ascontiguousarray(candidates, dtype=np.int32),
+                              np.ascontiguousarray(rows, dtype=np.int64), self.slots, self.bias, float(lr),
+                              max(1, int(threads)))
 
     def scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, threads: int = 1) -> np.ndarray:
         """float32 score of each (row of X, label) pair."""

@@ -1,7 +1,8 @@
 """The methods the suite runs, each as a user would with its defaults, at the same thread count:
 
 - slide:         `slide train --train F --test F` (no other flag but --threads/--seed/--out/--quiet).
-- slide-network: the same with --neighbours 0, the network alone, as streamed and MPI runs predict.
+- slide-network: the same with --neighbours 0 --rerank 0: the network alone, without the vote or the
+                 shortlist re-ranker, as MPI runs predict.
 - omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
 - napkinxc:      napkinXC's PLT with its defaults.
 - torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true
@@ -47,7 +48,7 @@ def run_slide(folder: Path, train, test, threads: int, seed: int, work: Path, ex
             "time_split": {k: final.get(k, 0) for k in ("train_seconds", "eval_seconds", "checkpoint_seconds",
                                                       "fusion_seconds")},
             "outside_training_share": round(1 - final["train_seconds"] / wall, 4),
-            "network": str(net), "stdout_tail": cli.stdout.strip().splitlines()[-4:]}
+            "network": str(net), "flags": list(extra), "stdout_tail": cli.stdout.strip().splitlines()[-4:]}
 
 
 def run_tree(name: str):
@@ -82,7 +83,7 @@ def run_torch_sampled(folder: Path, train, test, threads: int, seed: int, work: 
 
 METHODS = {
     "slide": run_slide,
-    "slide-network": lambda *a: run_slide(*a, extra=("--neighbours", "0")),
+    "slide-network": lambda *a: run_slide(*a, extra=("--neighbours", "0", "--rerank", "0")),
     "omikuji": run_tree("omikuji"),
     "napkinxc": run_tree("napkinxc"),
     "torch-sampled": run_torch_sampled,

@@ -43,7 +43,9 @@ class Source:
     preset: dict
     files: tuple[Path, ...] = ()  # the data files read (generated data has none)
     validation: Optional[Split] = None  # held out from the training data (validation_split)
-    memory: Optional[Split] = None  # the training points whose labels vote in predictions (neighbours)
+    # the training points whose labels vote in predictions (neighbours) and that train the re-ranker
+    # (rerank); a streamed run's Stream trains the re-ranker only
+    memory: "Split | Stream | None" = None
     vocabulary: Optional[list[str]] = None  # the word of each input feature (text8)
     train_points: Optional[int] = None  # training points an epoch passes over (None: a word corpus)
 
@@ -189,7 +191,7 @@ def _streamed_source(cfg: dict, t0: float) -> Source:
           "no nearest-neighbour vote (it needs the training points in memory)", flush=True)
     return Source(train_path.name, folder.num_features, folder.num_labels, test,
                   lambda net, s: streamed_source(net, stream, cfg["batch_size"]), registry.SLIDE_PRESET, files,
-                  validation, memory=None, train_points=stream.samples_per_epoch)
+                  validation, memory=stream, train_points=stream.samples_per_epoch)
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:

@@ -9,12 +9,14 @@ import time
 from typing import Any, Optional
 
 from .._inputs import LabelsLike, as_features, as_labels
+from ..datasets.stream import Stream
 from ..early_stopping import check_monitor
-from ..model.checks import check_scoring
+from ..model.checks import check_int, check_scoring
 from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory
 from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 from .fused import VotedNetwork
+from .reranker_training import reranker_from_memory, reranker_from_stream
 
 log = logging.getLogger("slide")
 
@@ -42,17 +44,21 @@ class FusedPrediction:
         return VotedNetwork(self, self.memory if votes else None, self.neighbours,
                             self.reranker if reranks else None)
 
-    def fit_fusion(self: Any, X, Y: LabelsLike, validation: Optional[tuple] = None, *, monitor: str = "P@1",
-                   mode: str = "dense") -> Optional[dict[tuple[float, float], float]]:
+    def fit_fusion(self: Any, X, Y: Optional[LabelsLike] = None, validation: Optional[tuple] = None, *,
+                   monitor: str = "P@1", mode: str = "dense") -> Optional[dict[tuple[float, float], float]]:
         """What `fit` and `slide train` do after the last epoch: X, Y (the training points in
         memory) become the vote's memory (``neighbours`` > 0) and train the re-ranker (``rerank``
-        > 0); with a `validation` pair, the weights that fuse them are picked on it. Returns every
-        weight pair's validation score, or None when nothing was tuned."""
-        if self.neighbours:
+        > 0); with a `validation` pair, the weights that fuse them are picked on it. X may be a
+        `slide.datasets.Stream` (Y omitted): it trains the re-ranker shard by shard, and there is
+        no vote (it needs the points in memory). Returns every weight pair's validation score, or
+        None when nothing was tuned."""
+        streamed = Y is None and isinstance(X, Stream)
+        if self.neighbours and not streamed:
             self.remember(X, Y)
         if self.rerank:
             self.fit_reranker(X, Y)
-        if validation is None or monitor == "loss" or not (self.neighbours or self.rerank):
+        tuned = self.rerank or (self.neighbours and not streamed)
+        if validation is None or monitor == "loss" or not tuned:
             return None
         return self.tune_fusion_weights(*validation, monitor=monitor, mode=mode)
 
@@ -64,23 +70,30 @@ class FusedPrediction:
         return self
 
     @one_call_at_a_time
-    def fit_reranker(self: Any, X, Y: LabelsLike, *, epochs: int = EPOCHS) -> list[float]:
+    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
-        each point's shortlist is the network's top ``rerank`` labels and its own. `fit` calls it
-        after the network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss."""
+        each point's shortlist is the network's top ``rerank`` labels and its own. X may be a
+        `slide.datasets.Stream` (Y omitted), read shard by shard. `fit` calls it after the
+        network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss."""
         if not self.rerank:
             raise ValueError("fit_reranker needs rerank > 0 (the shortlist each point is re-ranked on)")
         if self.comm is not None:
             raise ValueError("the re-ranker trains in one process (under MPI each rank holds a share of the points)")
-        X = as_features(X, self.input_dim)
-        Yc = as_labels(Y, self.output_dim, X.shape[0])
+        check_int("epochs", epochs, 1)
         t0 = time.perf_counter()
-        shortlist = min(self.rerank, self.output_dim)
-        candidates, _ = self.ranks.top_k(self, X, shortlist, True)
-        self.reranker = ShortlistReranker(self.input_dim, self.output_dim, shortlist)
-        losses = self.reranker.fit(X, Yc, candidates, epochs=epochs, threads=self.threads, seed=self.seed)
-        log.info("re-ranker: %d epochs on %d points' shortlists of %d in %.1fs, losses %s", epochs, X.shape[0],
-                 shortlist, time.perf_counter() - t0, losses)
+        if isinstance(X, Stream):
+            if Y is not None:
+                raise ValueError("a Stream holds its labels: call fit_reranker(stream) without Y")
+            self.reranker, losses = reranker_from_stream(self, X, epochs)
+            points = X.samples_per_epoch
+        else:
+            if Y is None:
+                raise ValueError("fit_reranker needs Y, or a slide.datasets.Stream as X")
+            X = as_features(X, self.input_dim)
+            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), epochs)
+            points = X.shape[0]
+        log.info("re-ranker: %d epochs on %d points' shortlists of %d in %.1fs, losses %s", epochs, points,
+                 self.reranker.shortlist, time.perf_counter() - t0, losses)
         return losses
 
     @one_call_at_a_time

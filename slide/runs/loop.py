@@ -15,6 +15,7 @@ import numpy as np
 
 from ..atomic_files import remove_stale_temporaries
 from ..best_epoch import BestEpoch
+from ..datasets.stream import Stream
 from ..datasets.synthetic import Split
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
@@ -35,7 +36,7 @@ PLOT_AFTER_SECONDS = 30.0
 
 
 def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: RunSettings, pos: Optional[Position] = None,
-        title: str = "", validation: Optional[Split] = None, memory: Optional[Split] = None) -> dict:
+        title: str = "", validation: Optional[Split] = None, memory: "Split | Stream | None" = None) -> dict:
     """Train until `s.epochs` epochs are done; returns the final test report. With `validation`,
     every epoch is scored on it, the best epoch's parameters are kept in best.npz, training stops
     after `s.early_stopping` epochs without improvement, and the final model is the best epoch's
@@ -43,8 +44,10 @@ def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Run
     (training, evaluating, plotting, checkpointing) writes a checkpoint at the last consistent
     position and raises TrainingInterrupted. Divergence raises TrainingDiverged, or with
     ``s.on_divergence == "backoff"`` restarts from the last good checkpoint at a lower rate.
-    With `memory` and ``net.neighbours`` > 0, the final model remembers those training points and
-    fuses their labels' votes into its predictions, with the weight that is best on `validation`."""
+    With `memory` (the training points) and ``net.neighbours`` > 0, the final model remembers them
+    and fuses their labels' votes into its predictions; with ``net.rerank`` > 0 they train its
+    shortlist re-ranker; each with the weight that is best on `validation`. A Stream as `memory`
+    (a streamed run) trains the re-ranker shard by shard; the vote needs points in memory."""
     if not 0.0 < s.backoff_factor < 1.0:
         raise ValueError(f"backoff_factor must be in (0, 1), got {s.backoff_factor}")
     s.check()
@@ -112,7 +115,7 @@ class RunLoop:
             keep=best.keep, state=pos.best)
         self.last_checkpoint = time.perf_counter()
 
-    def train(self, memory: Optional[Split]) -> dict:
+    def train(self, memory: "Split | Stream | None") -> dict:
         s, pos = self.s, self.pos
         # Whole batches, so that where pieces and segments end never changes the batches trained.
         piece = max(1, min(s.eval_every, s.batch_size * 50) // s.batch_size) * s.batch_size
@@ -208,17 +211,22 @@ class RunLoop:
         print(f"no better validation {self.s.monitor} for {self.s.early_stopping} epochs: stopping; the best was "
               f"epoch {tracker.best_at}", flush=True)
 
-    def _fit_fusion(self, memory: Split, extra: dict) -> None:
-        """The vote's memory and the re-ranker from the training points, fused at the weights
-        that do best on validation."""
+    def _fit_fusion(self, memory: "Split | Stream", extra: dict) -> None:
+        """The vote's memory and the re-ranker from the training points (a Stream trains the
+        re-ranker only), fused at the weights that do best on validation."""
         net, val = self.net, self.validation_split
-        net.fit_fusion(memory.X, memory.Y, None if val is None else (val.X, val.Y), monitor=self.s.monitor)
-        if net.neighbours:
+        streamed = isinstance(memory, Stream)
+        validation = None if val is None else (val.X, val.Y)
+        if streamed:
+            net.fit_fusion(memory, None, validation, monitor=self.s.monitor)
+        else:
+            net.fit_fusion(memory.X, memory.Y, validation, monitor=self.s.monitor)
+        if net.neighbours and not streamed:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:
             extra["rerank_weight"] = net.rerank_weight
 
-    def _finish(self, memory: Optional[Split]) -> dict:
+    def _finish(self, memory: "Split | Stream | None") -> dict:
         """The final model (the best epoch's, with the vote's memory), its test report and model.npz."""
         net, s, extra = self.net, self.s, {}
         tracker = None if self.validation is None else self.validation.tracker
@@ -227,7 +235,7 @@ class RunLoop:
             if tracker.best_at != self.pos.epoch:  # the final model is the best epoch's
                 self.best.restore_into(net, self.run_dir)
         t0 = time.perf_counter()
-        if memory is not None and (net.neighbours or net.rerank):
+        if memory is not None and (net.rerank or (net.neighbours and not isinstance(memory, Stream))):
             self._fit_fusion(memory, extra)
         extra["fusion_seconds"] = round(time.perf_counter() - t0, 3)
         final = self._evaluate("final", _subsample(self.test, s.final_eval_samples, seed=2), {**extra, **_costs(self.pos)})

@@ -8,6 +8,7 @@ import logging
 from typing import Any, Optional, Sequence
 
 from ..callbacks import CallbackList
+from ..datasets.stream import Stream
 from ..early_stopping import check_monitor, restore, snapshot
 from ..model.checks import check_int
 from ..model.data import hold_out, validation_pair
@@ -57,7 +58,7 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     if kept and validation.tracker.best_at != len(history.epochs):
         restore(net, kept["parameters"])
         history.restored_best = True
-    _remember(net, data, val, monitor, validation_mode, history)
+    _remember(net, X if data is None else data, val, monitor, validation_mode, history)
     hooks.call("on_train_end", net, history)
     return history
 
@@ -151,14 +152,22 @@ def _epoch_metrics(epoch: int, loop: TrainingLoop) -> dict[str, Any]:
 def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validation_mode: str,
               history: History) -> None:
     """With `neighbours`, the training points become the vote's memory; with `rerank`, they train
-    the re-ranker; the weights that fuse them with the network are picked on validation."""
+    the re-ranker (`data` in memory, or a Stream read shard by shard); the weights that fuse them
+    with the network are picked on validation data."""
     if net.comm is not None or not (net.neighbours or net.rerank):
         return  # neither under MPI (each rank holds only its share of the training points)
-    if data is None:
-        log.info("fit on a stream: no nearest-neighbour memory or re-ranker (they need the training points in "
-                 "memory); predictions use the network alone, or call remember() / fit_reranker() with the points")
+    streamed = isinstance(data, Stream)
+    if not (streamed or hasattr(data, "X")):
+        log.info("fit on pieces: no nearest-neighbour memory or re-ranker (they need the training points in "
+                 "memory or in a slide.datasets.Stream); predictions use the network alone, or call remember() / "
+                 "fit_reranker() with the points")
         return
-    scores = net.fit_fusion(data.X, data.Y, val, monitor=monitor, mode=validation_mode)
-    if scores is not None and net.neighbours:  # each vote weight's score at the re-ranker's chosen one
-        chosen = net.rerank_weight if net.reranker is not None else 0.0
+    if streamed and net.neighbours:
+        log.info("fit on a stream: no nearest-neighbour vote (it needs the training points in memory)")
+        if not net.rerank:
+            return
+    scores = net.fit_fusion(data, None, val, monitor=monitor, mode=validation_mode) if streamed else \
+        net.fit_fusion(data.X, data.Y, val, monitor=monitor, mode=validation_mode)
+    if scores is not None and net.neighbours and not streamed:  # each vote weight's score at the re-ranker's
+        chosen = net.rerank_weight if net.reranker is not None else 0.0  # chosen weight
         history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}
