@@ -225,3 +225,38 @@ def test_tune_refuses_an_unknown_mode(problem, trained):
     net, _ = trained
     with pytest.raises(ValueError, match="mode must be 'dense' or 'sparse'"):
         net.tune_neighbour_weight(test.X, test.Y, mode="exact")
+
+
+def _lexsort_top(fusion, weight, k, rerank_weight):
+    """The ranking `Fusion.top` must give: every candidate sorted by (query, -score), ties in
+    candidate order (the network's before the voted)."""
+    score = fusion.logits + (np.float32(weight) * fusion.vote + np.float32(rerank_weight) * fusion.rerank)
+    order = np.lexsort((-score, fusion.rows))
+    ids = np.full((fusion.n, k), -1, np.int32)
+    scores = np.full((fusion.n, k), -np.inf, np.float32)
+    for r in range(fusion.n):
+        mine = order[fusion.rows[order] == r][:k]
+        ids[r, :len(mine)], scores[r, :len(mine)] = fusion.ids[mine], score[mine]
+    return ids, scores
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fusion_top_ranks_like_sorting_every_candidate(seed):
+    from slide.neighbours import Fusion
+
+    rng = np.random.default_rng(seed)
+    n, k, labels = 30, 6, 40
+    ids = rng.integers(0, labels, (n, k)).astype(np.int32)
+    ids[rng.random((n, k)) < 0.2] = -1  # queries with fewer candidates than k
+    ids[3] = -1  # and one with none from the network
+    logits = np.round(rng.normal(size=(n, k)), 1).astype(np.float32)  # rounded: ties
+    votes = sp.random(n, labels, density=0.08, format="csr", random_state=seed, dtype=np.float32)
+    votes.data = np.round(votes.data, 1)
+    logits_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
+    rerank_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
+    fusion = Fusion(ids, logits, votes, logits_of, rerank_of)
+    for weight, rerank_weight, top_k in [(0.0, 0.0, 6), (0.5, 0.0, 3), (1.0, 2.0, 10), (0.0, 4.0, 1)]:
+        got_ids, got_scores = fusion.top(weight, top_k, rerank_weight)
+        want_ids, want_scores = _lexsort_top(fusion, weight, top_k, rerank_weight)
+        np.testing.assert_array_equal(got_ids, want_ids)
+        np.testing.assert_array_equal(got_scores, want_scores)
