@@ -52,7 +52,7 @@ def test_settings_come_from_the_shape_unless_given():
     assert picked.mode == "dense" and picked.input_norm == "l2"  # small output preset
     assert picked.hidden == tuple(SMALL_OUTPUT_PRESET["hidden"])
     assert picked.learning_rate == SMALL_OUTPUT_PRESET["learning_rate"]
-    assert picked.rerank == 0 and picked.reranker is None  # the re-ranker is on above 8,192 labels only
+    assert picked.rerank == 0 and picked.reranker is None  # a few classes: no re-ranker (on from 257 labels)
     given = SlideClassifier(threads=1, epochs=1, hidden=[32], mode="batch", learning_rate=0.01,
                             neighbours=0, rerank=3).fit(X, y).network_
     assert given.mode == "batch" and given.hidden == (32,) and given.learning_rate == 0.01 and given.neighbours == 0

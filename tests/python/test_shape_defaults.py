@@ -6,7 +6,8 @@ import json
 import pytest
 
 from slide import Network
-from slide.shape_defaults import DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, SMALL_OUTPUT_PRESET, preset_for_shape
+from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS, RERANK_SHORTLIST,
+                                  SMALL_OUTPUT_PRESET, preset_for_shape)
 
 
 @pytest.mark.parametrize("labels, preset", [(159, SMALL_OUTPUT_PRESET), (DENSE_OUTPUT_MAX, SMALL_OUTPUT_PRESET),
@@ -14,8 +15,20 @@ from slide.shape_defaults import DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, SMALL_OU
                                             (670_091, LARGE_OUTPUT_PRESET)])
 def test_the_output_width_picks_the_preset(labels, preset):
     picked, why = preset_for_shape(1000, labels)
-    assert picked is preset
+    assert {k: v for k, v in picked.items() if k not in ("rerank", "validation_split")} == \
+        {k: v for k, v in preset.items() if k not in ("rerank", "validation_split")}
     assert f"{labels:,} labels" in why
+
+
+@pytest.mark.parametrize("labels", [22, 159, RERANK_MIN_LABELS - 1, RERANK_MIN_LABELS, 598, DENSE_OUTPUT_MAX,
+                                    DENSE_OUTPUT_MAX + 1])
+def test_the_reranker_is_on_from_a_few_hundred_labels_with_points_held_out_for_its_weight(labels):
+    picked, why = preset_for_shape(1000, labels, 20_000)
+    if labels < RERANK_MIN_LABELS:
+        assert not picked.get("rerank") and not picked.get("validation_split") and "re-ranker" not in why
+    else:
+        assert picked["rerank"] == RERANK_SHORTLIST and picked["validation_split"] > 0
+        assert f"re-ranker of the network's {RERANK_SHORTLIST} best labels" in why
 
 
 def test_large_outputs_train_in_the_batch_shared_mode():
