@@ -133,10 +133,11 @@ def test_cli_validation_split_early_stopping_and_the_best_model(tmp_path):
     write_xc_pair(tmp_path, 1500, 300, 400, 600, avg_nnz=20)
     out = tmp_path / "r"
     # A network that over-fits within a few epochs (SLIDE's 128-unit LSH network, no dropout): not
-    # what the data's shape would pick, which trains 20 epochs without declining.
+    # what the data's shape would pick, which trains 20 epochs without declining. No re-ranker:
+    # the model scored below is the best epoch's network alone.
     config = tmp_path / "run.toml"
     config.write_text('[network]\nhidden = [128]\ndense = false\ninput_norm = "none"\ninput_dropout = 0.0\n'
-                      'lr_schedule = "constant"\n')
+                      'lr_schedule = "constant"\nrerank = 0\n')
     r = run("train", "--quiet", "--threads", "1", "--train", tmp_path / "train.txt", "--test", tmp_path / "test.txt",
             "--config", config, "--epochs", "30", "--lr", "0.05", "--validation-split", "0.2", "--early-stopping", "2",
             "--out", out)
