@@ -163,3 +163,10 @@ class Stream:
         if self._held_out is not None and len(sizes):
             sizes = sizes - np.add.reduceat(self._held_out, self._first_row).astype(np.int64)
         return sizes
+
+
+def training_points(data: Any) -> tuple[Any, Any]:
+    """(X, Y) for the calls that take training points in memory or a Stream as X with Y omitted
+    (`Network.fit_fusion`, `fit_reranker`): a Stream as it is (it holds its labels), anything else
+    by its X and Y (a Split, or the prepared data `fit` trains on)."""
+    return (data, None) if isinstance(data, Stream) else (data.X, data.Y)

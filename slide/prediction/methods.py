@@ -53,12 +53,14 @@ class FusedPrediction:
         no vote (it needs the points in memory). Returns every weight pair's validation score, or
         None when nothing was tuned."""
         streamed = Y is None and isinstance(X, Stream)
-        if self.neighbours and not streamed:
+        if self.neighbours and streamed:
+            log.info("training points in a stream: no nearest-neighbour vote (it needs them in memory)")
+            self.memory = None
+        elif self.neighbours:
             self.remember(X, Y)
         if self.rerank:
             self.fit_reranker(X, Y)
-        tuned = self.rerank or (self.neighbours and not streamed)
-        if validation is None or monitor == "loss" or not tuned:
+        if validation is None or monitor == "loss" or (self.memory is None and self.reranker is None):
             return None
         return self.tune_fusion_weights(*validation, monitor=monitor, mode=mode)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..atomic_files import remove_stale_temporaries
 from ..best_epoch import BestEpoch
-from ..datasets.stream import Stream
+from ..datasets.stream import Stream, training_points
 from ..datasets.synthetic import Split
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
@@ -215,13 +215,8 @@ class RunLoop:
         """The vote's memory and the re-ranker from the training points (a Stream trains the
         re-ranker only), fused at the weights that do best on validation."""
         net, val = self.net, self.validation_split
-        streamed = isinstance(memory, Stream)
-        validation = None if val is None else (val.X, val.Y)
-        if streamed:
-            net.fit_fusion(memory, None, validation, monitor=self.s.monitor)
-        else:
-            net.fit_fusion(memory.X, memory.Y, validation, monitor=self.s.monitor)
-        if net.neighbours and not streamed:
+        net.fit_fusion(*training_points(memory), None if val is None else (val.X, val.Y), monitor=self.s.monitor)
+        if net.neighbours and net.memory is not None:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:
             extra["rerank_weight"] = net.rerank_weight
@@ -235,7 +230,7 @@ class RunLoop:
             if tracker.best_at != self.pos.epoch:  # the final model is the best epoch's
                 self.best.restore_into(net, self.run_dir)
         t0 = time.perf_counter()
-        if memory is not None and (net.rerank or (net.neighbours and not isinstance(memory, Stream))):
+        if memory is not None and (net.neighbours or net.rerank):
             self._fit_fusion(memory, extra)
         extra["fusion_seconds"] = round(time.perf_counter() - t0, 3)
         final = self._evaluate("final", _subsample(self.test, s.final_eval_samples, seed=2), {**extra, **_costs(self.pos)})

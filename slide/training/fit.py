@@ -8,7 +8,7 @@ import logging
 from typing import Any, Optional, Sequence
 
 from ..callbacks import CallbackList
-from ..datasets.stream import Stream
+from ..datasets.stream import Stream, training_points
 from ..early_stopping import check_monitor, restore, snapshot
 from ..model.checks import check_int
 from ..model.data import hold_out, validation_pair
@@ -156,18 +156,12 @@ def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validatio
     with the network are picked on validation data."""
     if net.comm is not None or not (net.neighbours or net.rerank):
         return  # neither under MPI (each rank holds only its share of the training points)
-    streamed = isinstance(data, Stream)
-    if not (streamed or hasattr(data, "X")):
+    if not (isinstance(data, Stream) or hasattr(data, "X")):
         log.info("fit on pieces: no nearest-neighbour memory or re-ranker (they need the training points in "
                  "memory or in a slide.datasets.Stream); predictions use the network alone, or call remember() / "
                  "fit_reranker() with the points")
         return
-    if streamed and net.neighbours:
-        log.info("fit on a stream: no nearest-neighbour vote (it needs the training points in memory)")
-        if not net.rerank:
-            return
-    scores = net.fit_fusion(data, None, val, monitor=monitor, mode=validation_mode) if streamed else \
-        net.fit_fusion(data.X, data.Y, val, monitor=monitor, mode=validation_mode)
-    if scores is not None and net.neighbours and not streamed:  # each vote weight's score at the re-ranker's
-        chosen = net.rerank_weight if net.reranker is not None else 0.0  # chosen weight
+    scores = net.fit_fusion(*training_points(data), val, monitor=monitor, mode=validation_mode)
+    if scores is not None and net.neighbours and net.memory is not None:  # each vote weight's score at the
+        chosen = net.rerank_weight if net.reranker is not None else 0.0  # re-ranker's chosen weight
         history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}
