@@ -28,23 +28,16 @@ VARIANTS = ((25, 3, 24), (10, 3, 24), (50, 3, 24), (25, 1, 24), (25, 5, 24), (25
 
 def network(train, threads: int, seed: int):
     """(the shape's default network without vote or re-ranker, trained; the held-out pair; seconds)."""
-    import slide
-    from slide.settings import NETWORK
-    from slide.shape_defaults import preset_for_shape
+    from .default_network import default_network
 
     n = train.X.shape[0]
-    preset, _ = preset_for_shape(train.X.shape[1], train.Y.shape[1], n)
-    options = {k: v for k, v in preset.items() if k in NETWORK and k not in ("dense", "hidden", "mode")}
-    options.update(neighbours=0, rerank=0)
-    lsh = None if preset.get("dense") else slide.LSHConfig(**preset["lsh"])
-    net = slide.Network(train.X.shape[1], train.Y.shape[1], hidden=tuple(preset["hidden"]), lsh=lsh,
-                        threads=threads, seed=seed, **options)
+    net, cfg, _ = default_network(train.X.shape[1], train.Y.shape[1], threads, seed, n, neighbours=0, rerank=0)
     order = np.random.default_rng(seed).permutation(n)
-    held = max(1, int(n * preset.get("validation_split", 0.02)))
+    held = max(1, int(n * (cfg.get("validation_split") or 0.02)))
     val, fit = np.sort(order[:held]), np.sort(order[held:])
     t0 = time.perf_counter()
-    net.fit(train.X[fit], train.Y[fit], epochs=preset["epochs"], batch_size=preset["batch_size"],
-            validation_data=(train.X[val], train.Y[val]), early_stopping=preset.get("early_stopping"),
+    net.fit(train.X[fit], train.Y[fit], epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+            validation_data=(train.X[val], train.Y[val]), early_stopping=cfg.get("early_stopping"),
             progress=False)
     return net, (train.X[fit], train.Y[fit]), (train.X[val], train.Y[val]), time.perf_counter() - t0
 
