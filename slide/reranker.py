@@ -13,7 +13,7 @@ labels and the point's own), with Adagrad on the logistic loss (cpp/rerank/short
 Prediction scores logit + weight x re-ranker score over the network's top `shortlist` labels (and
 the voted labels, when the neighbours vote); the weight is picked on validation data, like the
 vote's. Measured on the real suite's debian-deps (40,415 labels): the network alone 0.646 P@1,
-with the re-ranker 0.679 (benches/real_suite; slide.shape_defaults says where it is on).
+with the re-ranker 0.683 (benches/reranker.py; slide.shape_defaults says where it is on).
 """
 
 from __future__ import annotations
