@@ -5,16 +5,16 @@ import os as _os
 import warnings as _warnings
 
 from . import datasets, metrics, optimizers
-from ._core import available_simd_levels, simd_level
+from ._core import available_simd_levels, built_simd_levels, simd_level
 from ._version import __version__
 from .config import LSHConfig
 from .modes import MODES
 from .network import History, Network, TrainingDiverged
 from .skipgram import SkipGram
 
-if _os.environ.get("SLIDE_SIMD", "") not in ("", "scalar", "avx2", "avx512", "avx512_bf16"):
-    _warnings.warn(f"SLIDE_SIMD={_os.environ['SLIDE_SIMD']!r} is not one of scalar, avx2, avx512, avx512_bf16; "
+if _os.environ.get("SLIDE_SIMD", "") not in ("", *built_simd_levels()):
+    _warnings.warn(f"SLIDE_SIMD={_os.environ['SLIDE_SIMD']!r} is not one of {', '.join(built_simd_levels())}; "
                    f"using the best level this CPU supports ({simd_level()})", RuntimeWarning, stacklevel=2)
 
 __all__ = ["Network", "SkipGram", "LSHConfig", "MODES", "History", "TrainingDiverged", "datasets", "metrics", "optimizers", "simd_level",
-           "available_simd_levels", "__version__"]
+           "available_simd_levels", "built_simd_levels", "__version__"]

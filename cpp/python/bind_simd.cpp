@@ -36,6 +36,11 @@ void bind_simd(py::module_& m) {
     for (SimdLevel l : available_simd_levels()) out.push_back(kernels_for(l)->name);
     return out;
   });
+  m.def("built_simd_levels", [] {
+    std::vector<std::string> out;
+    for (SimdLevel l : built_simd_levels()) out.push_back(simd_level_name(l));
+    return out;
+  });
   m.def("_kernel_dot", [](const std::string& level, const F& a, const F& b) {
     SLIDE_REQUIRE(a.size() == b.size(), "length mismatch");
     return level_kernels(level).dot(a.data(), b.data(), a.size());

@@ -71,12 +71,30 @@ const Kernels& choose() {
 
 }  // namespace
 
+const char* simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kAvx2: return "avx2";
+    case SimdLevel::kAvx512: return "avx512";
+    case SimdLevel::kAvx512Bf16: return "avx512_bf16";
+    default: return "scalar";
+  }
+}
+
+std::vector<SimdLevel> built_simd_levels() {
+#ifdef SLIDE_HAVE_X86
+  return {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16};
+#else
+  return {SimdLevel::kScalar};
+#endif
+}
+
 SimdLevel parse_simd_level(const std::string& name) {
-  if (name == "scalar") return SimdLevel::kScalar;
-  if (name == "avx2") return SimdLevel::kAvx2;
-  if (name == "avx512") return SimdLevel::kAvx512;
-  if (name == "avx512_bf16") return SimdLevel::kAvx512Bf16;
-  throw std::invalid_argument("unknown SIMD level '" + name + "'; expected scalar, avx2, avx512 or avx512_bf16");
+  std::string expected;
+  for (SimdLevel l : built_simd_levels()) {
+    if (name == simd_level_name(l)) return l;
+    expected += (expected.empty() ? "" : ", ") + std::string(simd_level_name(l));
+  }
+  throw std::invalid_argument("unknown SIMD level '" + name + "'; expected one of " + expected);
 }
 
 const Kernels& kernels() {
@@ -88,7 +106,7 @@ const Kernels* kernels_for(SimdLevel level) { return supported(level) ? &table(l
 
 std::vector<SimdLevel> available_simd_levels() {
   std::vector<SimdLevel> out;
-  for (SimdLevel l : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16})
+  for (SimdLevel l : built_simd_levels())
     if (supported(l)) out.push_back(l);
   return out;
 }

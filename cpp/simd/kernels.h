@@ -79,6 +79,8 @@ constexpr std::uint32_t kNoWinner = 0xFFFFFFFFu;
 const Kernels& kernels();                        // the chosen level, fixed for the process
 const Kernels* kernels_for(SimdLevel level);     // nullptr when this CPU cannot run it
 std::vector<SimdLevel> available_simd_levels();
+std::vector<SimdLevel> built_simd_levels();          // every level this build has kernels for, scalar first
+const char* simd_level_name(SimdLevel level);       // "scalar", "avx2", "avx512", "avx512_bf16"
 SimdLevel parse_simd_level(const std::string& name);  // throws std::invalid_argument
 
 // Per-ISA tables (defined in kernels_<isa>.cpp).
