@@ -167,6 +167,25 @@ def test_gemm(level, m, n, k):
         np.testing.assert_allclose(ref, exact + (c0 if accumulate else 0), rtol=1e-4, atol=10 * tol)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("m, n, k", [(12, 257, 1), (13, 300, 129), (40, 529, 300), (11, 600, 64)])
+def test_gemm_packed_panels(level, m, n, k):
+    """B wider than a 256-column panel (as the logits product reads its transposed weights) with
+    at least 12 rows of A is packed into contiguous strips first: against the scalar code, with
+    ragged last strips and panels, a depth that crosses the 256-deep block, and 11 rows (read in place)."""
+    rng = np.random.default_rng(m * 7 + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n + 3)).astype(np.float32)
+    tol = 1e-5 * np.sqrt(k + 1)
+    for accumulate in (False, True):
+        ref, got = c0.copy(), c0.copy()
+        _core._kernel_gemm("scalar", a, b, ref, accumulate)
+        _core._kernel_gemm(level, a, b, got, accumulate)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
+        assert (got[:, n:] == c0[:, n:]).all()
+
+
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
 @pytest.mark.parametrize("n", [1, 15, 17, 33])
 def test_gemm_writes_nothing_past_the_last_column(level, n):
