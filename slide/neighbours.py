@@ -182,14 +182,17 @@ class Fusion:
 
 
 def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str = "P@1",
-                 weights: tuple[float, ...] = WEIGHTS, rerank_weights: tuple[float, ...] = (0.0,)
+                 weights: tuple[float, ...] = WEIGHTS, rerank_weights: tuple[float, ...] = (0.0,),
+                 combine: Optional[Callable[[dict], dict]] = None
                  ) -> tuple[tuple[float, float], dict[tuple[float, float], float]]:
     """The (vote weight, re-ranker weight) pair with the best `monitor` on (fusion's queries, Y);
-    ties go to the smaller weights. Returns it and every pair's score."""
+    ties go to the smaller weights. Returns it and every pair's score. `combine` turns the
+    queries' report into the one judged (under MPI: the mean over every rank's queries)."""
     scores = {}
     for w in weights:
         for rw in rerank_weights:
             ids, _ = fusion.top(w, max(ks), rw)
-            scores[(w, rw)] = float(ranking_report(ids, Y, ks)[monitor])
+            report = ranking_report(ids, Y, ks)
+            scores[(w, rw)] = float((combine(report) if combine is not None else report)[monitor])
     best = max(scores, key=lambda pair: (scores[pair], -pair[0], -pair[1]))
     return best, scores

@@ -29,14 +29,15 @@ class VotedNetwork:
         the re-ranker's scores for X, ready to rank at any weights; and, with `normaliser` (dense
         only), the network's log-normaliser per sample, which only probabilities need: it costs an
         exp per output and sample, more than the scores."""
-        engine, threads = self.net._core, self.net.threads
+        net, threads = self.net, self.net.threads
         if self.reranker is not None:
-            k = min(max(k, self.reranker.shortlist), self.net.output_dim)
+            k = min(max(k, self.reranker.shortlist), net.output_dim)
+        # Through the network's strategy: under MPI each rank holds a block of the output layer,
+        # and the whole layer's top k of this rank's rows comes from every rank (collective).
         if dense and normaliser:
-            ids, logits, log_normalizer = engine.predict(X.indptr, X.indices, X.data, k, True, True)
+            ids, logits, log_normalizer = net.ranks.top_k(net, X, k, True, normaliser=True)
         else:  # ranking needs no normaliser, and LSH inference has no exact one
-            (ids, logits), log_normalizer = engine.predict(X.indptr, X.indices, X.data, k, dense,
-                                                           cache=self.net._scan_cache), None
+            (ids, logits), log_normalizer = net.ranks.top_k(net, X, k, dense), None
         votes = self.memory.votes(X, self.neighbours, threads) if self.memory is not None else \
             sp.csr_matrix((X.shape[0], self.net.output_dim), dtype=np.float32)
         rerank_of = None if self.reranker is None else \
@@ -77,4 +78,6 @@ class VotedNetwork:
                      ) -> tuple[tuple[float, float], dict[tuple[float, float], float]]:
         """The (vote weight, re-ranker weight) pair with the best `monitor` on X, Y, and every pair's score."""
         fusion, _ = self.fusion(X, max(ks), dense)
-        return pick_weights(fusion, Y, ks, monitor, weights, rerank_weights)
+        # Under MPI each rank scores its own rows; every rank picks from the means over all of them.
+        over_ranks = lambda report: self.net.ranks.mean(report, X.shape[0])  # noqa: E731
+        return pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks)
