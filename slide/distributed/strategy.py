@@ -111,9 +111,10 @@ def strategy_for(comm: Any, mode: str, neighbours: int, rerank: int = 0) -> Any:
         raise ValueError("mode='sample' trains an active set per sample and cannot shard its output layer over "
                          "MPI ranks; use mode='batch' (the default) or 'dense'")
     ranks = Ranks(comm)
-    if (neighbours or rerank) and ranks.speaks:
-        log.warning("the neighbours' vote and the re-ranker are not used under MPI (each rank holds only its share "
-                    "of the training points); predictions come from the network alone")
+    if neighbours and ranks.speaks:
+        log.warning("the neighbours' vote is not used under MPI (each rank holds only its share of the training "
+                    "points)" + ("; the re-ranker trains over the ranks" if rerank else
+                                 "; predictions come from the network alone"))
     return ranks
 
 

@@ -34,10 +34,10 @@ class FusedPrediction:
 
     def composed(self: Any, use_neighbours: bool = True) -> Optional[VotedNetwork]:
         """This network composed with its vote (unless `use_neighbours` is false) and re-ranker,
-        those that take part (present, with a positive weight, not under MPI); None when neither does."""
-        if self.comm is not None:
-            return None
-        votes = use_neighbours and bool(self.neighbours) and self.memory is not None and self.neighbour_weight > 0
+        those that take part (present, with a positive weight; the vote not under MPI, where no rank
+        holds every training point or the whole output layer the vote's labels need); None when
+        neither does."""
+        votes = use_neighbours and self._can_vote() and self.neighbour_weight > 0
         reranks = self.reranker is not None and self.rerank_weight > 0
         if not (votes or reranks):
             return None
@@ -56,6 +56,9 @@ class FusedPrediction:
         if self.neighbours and streamed:
             log.info("training points in a stream: no nearest-neighbour vote (it needs them in memory)")
             self.memory = None
+        elif self.neighbours and self.comm is not None:
+            log.info("under MPI: no nearest-neighbour vote (it needs every training point in one process)")
+            self.memory = None
         elif self.neighbours:
             self.remember(X, Y)
         if self.rerank:
@@ -67,6 +70,9 @@ class FusedPrediction:
     def remember(self: Any, X, Y: LabelsLike) -> Any:
         """Keep X, Y as the training points whose labels vote in predictions (replacing any kept
         before); `fit` calls it with its training data when ``neighbours`` > 0. Returns self."""
+        if self.comm is not None:
+            raise ValueError("the neighbours' vote needs every training point in one process; under MPI each rank "
+                             "holds a share of them (the re-ranker, rerank > 0, trains over ranks instead)")
         X = as_features(X, self.input_dim)
         self.memory = NeighbourMemory(X, as_labels(Y, self.output_dim, X.shape[0]))
         return self
@@ -76,11 +82,16 @@ class FusedPrediction:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
         each point's shortlist is the network's top ``rerank`` labels and its own. X may be a
         `slide.datasets.Stream` (Y omitted), read shard by shard. `fit` calls it after the
-        network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss."""
+        network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss.
+
+        Under MPI (a network built with ``comm``) every rank calls it with its own share of the
+        points, in memory: each epoch every rank trains on its share and then all take the ranks'
+        mean of the re-ranker's weights, so every rank holds the same re-ranker. Collective."""
         if not self.rerank:
             raise ValueError("fit_reranker needs rerank > 0 (the shortlist each point is re-ranked on)")
-        if self.comm is not None:
-            raise ValueError("the re-ranker trains in one process (under MPI each rank holds a share of the points)")
+        if self.comm is not None and isinstance(X, Stream):
+            raise ValueError("under MPI the re-ranker trains on each rank's share of the points in memory, not on a "
+                             "Stream")
         check_int("epochs", epochs, 1)
         t0 = time.perf_counter()
         if isinstance(X, Stream):
@@ -94,17 +105,23 @@ class FusedPrediction:
             X = as_features(X, self.input_dim)
             self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), epochs)
             points = X.shape[0]
+        if self.comm is not None:
+            points = int(self.comm.total(points))
         log.info("re-ranker: %d epochs on %d points' shortlists of %d in %.1fs, losses %s", epochs, points,
                  self.reranker.shortlist, time.perf_counter() - t0, losses)
         return losses
+
+    def _can_vote(self: Any) -> bool:
+        return bool(self.neighbours) and self.memory is not None and self.comm is None
 
     @one_call_at_a_time
     def tune_neighbour_weight(self: Any, X, Y: LabelsLike, *, monitor: str = "P@1", mode: str = "dense"
                               ) -> dict[float, float]:
         """Set ``neighbour_weight`` to the weight in `slide.neighbours.WEIGHTS` with the best
         `monitor` on X, Y (validation data, not training data); returns every weight's score."""
-        if self.memory is None or not self.neighbours:
-            raise ValueError("tune_neighbour_weight needs neighbours > 0 and a memory (fit, or remember(X, Y))")
+        if not self._can_vote():
+            raise ValueError("tune_neighbour_weight needs neighbours > 0 and a memory (fit, or remember(X, Y)), "
+                             "in one process")
         rerank = (self.rerank_weight,) if self.reranker is not None else (0.0,)
         scores = _tune(self, X, Y, monitor, mode, WEIGHTS, rerank, self.memory)
         return {w: score for (w, _), score in scores.items()}
@@ -115,7 +132,7 @@ class FusedPrediction:
         """Set ``neighbour_weight`` and ``rerank_weight`` to the pair (from `slide.neighbours.WEIGHTS`
         and `slide.reranker.WEIGHTS`) with the best `monitor` on X, Y (validation data); returns
         every pair's score. Without a memory (or a re-ranker) only the other weight is tuned."""
-        votes = self.memory is not None and bool(self.neighbours)
+        votes = self._can_vote()
         if not votes and self.reranker is None:
             raise ValueError("tune_fusion_weights needs a memory (neighbours > 0) or a re-ranker (rerank > 0)")
         return _tune(self, X, Y, monitor, mode, WEIGHTS if votes else (0.0,),

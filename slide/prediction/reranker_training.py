@@ -36,10 +36,50 @@ def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> 
 
 def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int
                          ) -> tuple[ShortlistReranker, list[float]]:
+    """In one process, or under MPI from each rank's own points (X, Y: this rank's share)."""
     width = min(net.rerank, net.output_dim)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, width)
-    losses = reranker.fit(X, Y, shortlists(net, X, width), epochs=epochs, threads=net.threads, seed=net.seed)
-    return reranker, losses
+    candidates = shortlists(net, X, width)  # collective under MPI: the whole layer's top labels
+    if net.comm is None:
+        return reranker, reranker.fit(X, Y, candidates, epochs=epochs, threads=net.threads, seed=net.seed)
+    return reranker, _fit_over_ranks(net, reranker, X, Y, candidates, epochs)
+
+
+def _fit_over_ranks(net: Any, reranker: ShortlistReranker, X: sp.csr_matrix, Y: sp.csr_matrix,
+                    candidates: np.ndarray, epochs: int) -> list[float]:
+    """Each epoch every rank passes over its own points (in the order `ShortlistReranker.fit`
+    takes them) from the same start, then all add up the ranks' changes to the weights and to
+    Adagrad's sums, so that all end with the same re-ranker, trained on every point. One rank
+    trains exactly what one process does. Returns each epoch's mean loss over every rank's
+    shortlisted labels.
+
+    Adding the changes, not averaging the weights, keeps whole what a label learned from one
+    rank's points (the mean would halve it on 2 ranks). Measured on debian-deps over 2 ranks
+    (one network; the weight picked on 2,500 test points, P@1 on the other 9,795): the network
+    alone 0.667, this 0.686, the same re-ranker trained in one process 0.690; adding the changes
+    8 or 16 times an epoch instead of once gave 0.688 for 9 or 19 s more (each sync moves the
+    whole 128 MiB table)."""
+    rng = np.random.default_rng(net.seed)
+    Y = sp.csr_matrix(Y)
+    Y.sum_duplicates()
+    losses = []
+    for _ in range(epochs):
+        start = (reranker.slots.copy(), reranker.bias.copy()) if net.comm.size > 1 else ()
+        rows = rng.permutation(X.shape[0])
+        loss = reranker.train_pass(X, Y, candidates, rows, threads=net.threads)
+        pairs = scored_pairs(candidates, Y, rows)
+        for trained, before in zip((reranker.slots, reranker.bias), start):
+            add_every_ranks_changes(net.comm, trained, before)
+        losses.append(net.comm.total(loss * pairs) / max(net.comm.total(pairs), 1.0))
+    return losses
+
+
+def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) -> None:
+    """In place: trained = before + the sum over ranks of each rank's (trained - before), the
+    same bits on every rank."""
+    trained -= before
+    comm.sum(trained)
+    trained += before
 
 
 def reranker_from_stream(net: Any, stream: Stream, epochs: int) -> tuple[ShortlistReranker, list[float]]:

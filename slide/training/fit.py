@@ -152,10 +152,10 @@ def _epoch_metrics(epoch: int, loop: TrainingLoop) -> dict[str, Any]:
 def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validation_mode: str,
               history: History) -> None:
     """With `neighbours`, the training points become the vote's memory; with `rerank`, they train
-    the re-ranker (`data` in memory, or a Stream read shard by shard); the weights that fuse them
-    with the network are picked on validation data."""
-    if net.comm is not None or not (net.neighbours or net.rerank):
-        return  # neither under MPI (each rank holds only its share of the training points)
+    the re-ranker (`data` in memory, or a Stream read shard by shard; under MPI each rank's share,
+    and no vote); the weights that fuse them with the network are picked on validation data."""
+    if not (net.neighbours or net.rerank):
+        return
     if not (isinstance(data, Stream) or hasattr(data, "X")):
         log.info("fit on pieces: no nearest-neighbour memory or re-ranker (they need the training points in "
                  "memory or in a slide.datasets.Stream); predictions use the network alone, or call remember() / "

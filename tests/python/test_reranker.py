@@ -144,3 +144,54 @@ def test_a_hostile_reranker_in_a_model_file_is_refused(trained, tmp_path, change
     with pytest.raises(ModelFileError, match=message) as e:
         slide.Network.load(bad)
     assert str(bad) in str(e.value)
+
+
+class _OneRank:
+    """A communicator of one rank: what an MPI job of size 1 does to the re-ranker's arrays."""
+
+    size = 1
+
+    def sum(self, data):
+        pass
+
+    def total(self, value):
+        return float(value)
+
+
+class _TwoEqualRanks(_OneRank):
+    """Two ranks that trained exactly the same changes: their sum doubles every change."""
+
+    size = 2
+
+    def sum(self, data):
+        data *= 2
+
+    def total(self, value):
+        return 2.0 * value
+
+
+def test_training_over_one_rank_is_training_in_one_process():
+    """The MPI path over one rank trains what `ShortlistReranker.fit` trains, bit for bit, with
+    its losses; over two ranks each rank's change counts in full (summed, not averaged away)."""
+    from types import SimpleNamespace
+
+    from slide.prediction.reranker_training import _fit_over_ranks
+
+    X, Y = _random_problem(seed=4, n=90)
+    rng = np.random.default_rng(2)  # a network's shortlist: distinct labels, -1 where it ran short
+    candidates = np.array([rng.permutation(20)[:6] for _ in range(90)], np.int32)
+    candidates[::7, 4:] = -1
+    alone = ShortlistReranker(30, 20, shortlist=6, bits=10)
+    want = alone.fit(X, Y, candidates, epochs=3, threads=1, seed=7)
+    ranked = ShortlistReranker(30, 20, shortlist=6, bits=10)
+    got = _fit_over_ranks(SimpleNamespace(comm=_OneRank(), seed=7, threads=1), ranked, X, Y, candidates, 3)
+    np.testing.assert_array_equal(ranked.slots, alone.slots)
+    np.testing.assert_array_equal(ranked.bias, alone.bias)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+    doubled = ShortlistReranker(30, 20, shortlist=6, bits=10)
+    _fit_over_ranks(SimpleNamespace(comm=_TwoEqualRanks(), seed=7, threads=1), doubled, X, Y, candidates, 1)
+    once = ShortlistReranker(30, 20, shortlist=6, bits=10)
+    once.fit(X, Y, candidates, epochs=1, threads=1, seed=7)
+    np.testing.assert_allclose(doubled.bias, 2 * once.bias, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(doubled.slots, 2 * once.slots, rtol=1e-5, atol=1e-6)
