@@ -161,6 +161,34 @@ def test_a_sharded_save_loads_on_as_many_ranks_and_reshards_to_others(tmp_path):
     assert wrong.returncode != 0 and "holds 2 shards but this job has 3 ranks" in wrong.stderr
 
 
+@needs_mpi
+def test_ranks_train_one_reranker_and_fuse_it_as_one_process_does(tmp_path):
+    """Two ranks train the re-ranker on their shares and end with the same one; their collective
+    fused predictions equal one process's predictions from the re-sharded model; the vote is
+    refused under MPI with a message saying why."""
+    ranked = job(tmp_path, "ranked", 2, "--rerank", "5", "--save", str(tmp_path / "model"))
+    assert ranked[0]["reranker"] is not None and len({r["reranker"] for r in ranked}) == 1
+    assert all("one process" in r["remember_refused"] for r in ranked)
+    reshard(tmp_path / "model", tmp_path / "one.npz", 1)
+    one = job(tmp_path, "one", 0, "--load", str(tmp_path / "one.npz"), "--epochs", "0", "--rerank", "5")[0]
+    assert one["reranker"] == ranked[0]["reranker"] and one["rerank_weight"] == ranked[0]["rerank_weight"]
+    assert np.array(one["ids"]).tolist() == by_row(ranked, "ids").tolist()
+    np.testing.assert_allclose(np.array(one["scores"]), by_row(ranked, "scores"), rtol=1e-5, atol=1e-5)
+    loaded = job(tmp_path, "loaded", 2, "--load", str(tmp_path / "model"), "--epochs", "0")
+    assert by_row(loaded, "ids").tolist() == by_row(ranked, "ids").tolist()
+
+
+@needs_mpi
+def test_ranks_pick_the_rerank_weight_on_every_ranks_validation_rows(tmp_path):
+    """Each rank holds a share of the validation rows; every rank picks the same weight, from the
+    same scores (means over all the rows), so the ranks' models stay one model."""
+    ranked = job(tmp_path, "ranked", 3, "--rerank", "5", "--validate")
+    assert ranked[0]["tuned"] and all(r["tuned"] == ranked[0]["tuned"] for r in ranked)
+    assert len({r["rerank_weight"] for r in ranked}) == 1
+    best = max(ranked[0]["tuned"].values())
+    assert ranked[0]["tuned"][f"0.0/{ranked[0]['rerank_weight']}"] == best
+
+
 def children(pid: int) -> list[int]:
     """The processes whose parent is `pid`, oldest first, read from /proc: not by pgrep, which would
     inherit the sanitizer run's LD_PRELOAD of libasan and hang."""
