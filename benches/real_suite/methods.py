@@ -2,7 +2,8 @@
 
 - slide:         `slide train --train F --test F` (no other flag but --threads/--seed/--out/--quiet).
 - slide-network: the same with --neighbours 0 --rerank 0: the network alone, without the vote or the
-                 shortlist re-ranker, as MPI runs predict.
+                 shortlist re-ranker (what the issue's network-alone target judges; MPI and streamed
+                 runs add the re-ranker, not the vote).
 - omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
 - napkinxc:      napkinXC's PLT with its defaults.
 - torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true
