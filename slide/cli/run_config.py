@@ -87,9 +87,6 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
         if source.get("train_file"):
             cfg.pop("dataset", None)
         cfg.update({k: v for k, v in source.items() if k in RUN})
-    if (cfg.get("early_stopping") or cfg.get("monitor")) and not cfg.get("validation_split"):
-        raise ValueError("early_stopping and monitor (--early-stopping, --monitor) need validation_split "
-                         "(--validation-split: the share of training points held out to judge epochs by)")
     if cfg.get("train_file") and not cfg.get("test_file"):
         raise ValueError("--train FILE needs --test FILE as well")
     for key in ("train_file", "test_file", "data_dir"):
@@ -116,6 +113,7 @@ def resolve_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg.setdefault(name, default)
     if train_words.objective(cfg) == "skipgram":
         train_words.take_preset(cfg, registry.get(cfg["dataset"]).preset)
+        check_validation(cfg)
     elif cfg.get("skipgram"):
         raise ValueError(f"[skipgram] settings {sorted(cfg['skipgram'])} need text8.objective = \"skipgram\" "
                          "(the text8 dataset's default)")
@@ -145,6 +143,15 @@ def apply_preset(cfg: dict, preset: dict) -> None:
         cfg["validation_split"] = preset["validation_split"]
     if cfg.get("early_stopping") is None and preset.get("early_stopping") and cfg.get("validation_split"):
         cfg["early_stopping"] = preset["early_stopping"]
+    check_validation(cfg)
+
+
+def check_validation(cfg: dict) -> None:
+    """Early stopping and a monitor need held-out points: checked once the preset (a named
+    dataset's, or for a user's files the one their shape picks) has said whether it holds some out."""
+    if (cfg.get("early_stopping") or cfg.get("monitor")) and not cfg.get("validation_split"):
+        raise ValueError("early_stopping and monitor (--early-stopping, --monitor) need validation_split "
+                         "(--validation-split: the share of training points held out to judge epochs by)")
 
 
 def apply_shape_preset(cfg: dict, source) -> None:

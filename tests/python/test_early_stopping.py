@@ -169,3 +169,27 @@ def test_cli_early_stopping_needs_a_validation_split(tmp_path):
     assert r.returncode == 2 and "need validation_split" in r.stderr and "Traceback" not in r.stderr
     r = run("train", "--quiet", "--validation-split", "0.95")
     assert r.returncode == 2 and "--validation-split must be <= 0.9" in r.stderr
+
+
+def test_cli_early_stopping_on_own_files_takes_the_split_their_shape_picks(tmp_path):
+    """--early-stopping alone on a user's files is judged after the data's shape has picked its
+    settings: 600 labels hold out 5% (the re-ranker's tier), so it runs; 40 labels hold out
+    nothing, so it is refused with what to add."""
+    import json
+
+    from .test_cli import run, write_xc_pair
+
+    write_xc_pair(tmp_path, 600, 150, 300, 600, avg_nnz=10)
+    out = tmp_path / "r"
+    r = run("train", "--quiet", "--threads", "1", "--train", tmp_path / "train.txt", "--test", tmp_path / "test.txt",
+            "--epochs", "3", "--early-stopping", "1", "--out", out)
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["early_stopping"] == 1 and cfg["validation_split"] == 0.05
+
+    few = tmp_path / "few"
+    few.mkdir()
+    write_xc_pair(few, 300, 60, 200, 40, avg_nnz=10)
+    r = run("train", "--quiet", "--threads", "1", "--train", few / "train.txt", "--test", few / "test.txt",
+            "--early-stopping", "1", "--out", tmp_path / "r2")
+    assert r.returncode == 2 and "need validation_split" in r.stderr and "Traceback" not in r.stderr
