@@ -39,18 +39,31 @@ inline float score_of(const CsrFloat& x, std::int64_t row, std::int32_t label, c
   return s;
 }
 
-// Scores `label` for `row` and takes its Adagrad step on the logistic loss (target 1 for a
-// positive); the slots are hashed once for both. Returns the loss.
-inline double train_pair(const CsrFloat& x, std::int64_t row, std::int32_t label, bool positive,
-                         const RerankerWeights& w, float lr, std::vector<Slot>& slots) {
+// Hashes every (label, feature) slot of a row's shortlist, label by label, and asks for their
+// cache lines: the table is far larger than the caches, so each slot is a miss, and issued
+// together the misses overlap instead of each pair waiting for its own in turn.
+inline void hash_shortlist(const CsrFloat& x, std::int64_t row, const std::vector<std::int32_t>& labels,
+                           const RerankerWeights& w, std::vector<Slot>& slots) {
   const std::int64_t mask = w.size - 1, begin = x.indptr[row], n = x.indptr[row + 1] - begin;
-  slots.resize(static_cast<std::size_t>(n));
+  slots.resize(labels.size() * static_cast<std::size_t>(n));
+  Slot* out = slots.data();
+  for (const std::int32_t label : labels) {
+    __builtin_prefetch(w.bias + 2 * label, 1);
+    for (std::int64_t i = 0; i < n; ++i, ++out) {
+      *out = slot_of(label, x.indices[begin + i], mask);
+      __builtin_prefetch(w.slots + 2 * out->index, 1);
+    }
+  }
+}
+
+// Scores `label` for `row` and takes its Adagrad step on the logistic loss (target 1 for a
+// positive), at the slots `hash_shortlist` found. Returns the loss.
+inline double train_pair(const CsrFloat& x, std::int64_t row, std::int32_t label, bool positive,
+                         const RerankerWeights& w, float lr, const Slot* slots) {
+  const std::int64_t begin = x.indptr[row], n = x.indptr[row + 1] - begin;
   float* const bias = w.bias + 2 * label;
   float s = bias[0];
-  for (std::int64_t i = 0; i < n; ++i) {
-    slots[i] = slot_of(label, x.indices[begin + i], mask);
-    s += x.data[begin + i] * slots[i].sign * w.slots[2 * slots[i].index];
-  }
+  for (std::int64_t i = 0; i < n; ++i) s += x.data[begin + i] * slots[i].sign * w.slots[2 * slots[i].index];
   const float p = 1.0f / (1.0f + std::exp(-s));
   const float gradient = p - (positive ? 1.0f : 0.0f);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -93,9 +106,11 @@ double reranker_epoch(const CsrFloat& x, const CsrIds& y, const std::int32_t* ca
           if (own[c] >= 0 && std::find(positives, positives_end, own[c]) == positives_end)
             local.shortlist.push_back(own[c]);
         const std::size_t n_positive = static_cast<std::size_t>(positives_end - positives);
+        const std::size_t nnz = static_cast<std::size_t>(x.indptr[row + 1] - x.indptr[row]);
+        hash_shortlist(x, row, local.shortlist, w, local.slots);
         double row_loss = 0.0;
         for (std::size_t j = 0; j < local.shortlist.size(); ++j)
-          row_loss += train_pair(x, row, local.shortlist[j], j < n_positive, w, lr, local.slots);
+          row_loss += train_pair(x, row, local.shortlist[j], j < n_positive, w, lr, local.slots.data() + j * nnz);
 #pragma omp atomic
         loss += row_loss;
 #pragma omp atomic
