@@ -85,8 +85,8 @@ class FusedPrediction:
         network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
-        points, in memory: each epoch every rank trains on its share and then all take the ranks'
-        mean of the re-ranker's weights, so every rank holds the same re-ranker. Collective."""
+        points, in memory: each epoch every rank trains on its share and then all add up the
+        ranks' changes to the re-ranker, so every rank holds the same one. Collective."""
         if not self.rerank:
             raise ValueError("fit_reranker needs rerank > 0 (the shortlist each point is re-ranked on)")
         if self.comm is not None and isinstance(X, Stream):
