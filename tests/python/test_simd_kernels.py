@@ -146,6 +146,25 @@ def test_bf16_dot_and_axpy(level, n):
 GEMM_SIZES = [1, 15, 16, 17, 31, 33, 127, 129]
 
 
+def _gemm_against_scalar(level, m, n, k, spare_columns=0):
+    """`level`'s GEMM against the scalar code, fresh and accumulating, into a C with
+    `spare_columns` beyond n that must come back untouched; returns (a, b, c0, scalar results)."""
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n + spare_columns)).astype(np.float32)
+    tol = 1e-5 * np.sqrt(k + 1)
+    refs = []
+    for accumulate in (False, True):
+        ref, got = c0.copy(), c0.copy()
+        _core._kernel_gemm("scalar", a, b, ref, accumulate)
+        _core._kernel_gemm(level, a, b, got, accumulate)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
+        assert (got[:, n:] == c0[:, n:]).all()
+        refs.append(ref)
+    return a, b, c0, refs
+
+
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
 @pytest.mark.parametrize("m", [1, 5, 6, 7, 13])
 @pytest.mark.parametrize("n", GEMM_SIZES)
@@ -153,18 +172,10 @@ GEMM_SIZES = [1, 15, 16, 17, 31, 33, 127, 129]
 def test_gemm(level, m, n, k):
     """Every level against the scalar code and against float64, fresh and accumulating; k = 300
     crosses the 256-deep cache block, n = 129 a 32-wide tile edge, m = 7 and 13 a 6-row strip."""
-    rng = np.random.default_rng(m * 1000 + n * 10 + k)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
-    c0 = rng.standard_normal((m, n)).astype(np.float32)
-    exact = a.astype(np.float64) @ b
-    tol = 1e-5 * np.sqrt(k + 1)
-    for accumulate in (False, True):
-        ref, got = c0.copy(), c0.copy()
-        _core._kernel_gemm("scalar", a, b, ref, accumulate)
-        _core._kernel_gemm(level, a, b, got, accumulate)
-        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
-        np.testing.assert_allclose(ref, exact + (c0 if accumulate else 0), rtol=1e-4, atol=10 * tol)
+    a, b, c0, (fresh, accumulated) = _gemm_against_scalar(level, m, n, k)
+    exact, tol = a.astype(np.float64) @ b, 1e-4 * np.sqrt(k + 1)
+    np.testing.assert_allclose(fresh, exact, rtol=1e-4, atol=tol)
+    np.testing.assert_allclose(accumulated, exact + c0, rtol=1e-4, atol=tol)
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -173,17 +184,7 @@ def test_gemm_packed_panels(level, m, n, k):
     """B wider than a 256-column panel (as the logits product reads its transposed weights) with
     at least 12 rows of A is packed into contiguous strips first: against the scalar code, with
     ragged last strips and panels, a depth that crosses the 256-deep block, and 11 rows (read in place)."""
-    rng = np.random.default_rng(m * 7 + n + k)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float32)
-    c0 = rng.standard_normal((m, n + 3)).astype(np.float32)
-    tol = 1e-5 * np.sqrt(k + 1)
-    for accumulate in (False, True):
-        ref, got = c0.copy(), c0.copy()
-        _core._kernel_gemm("scalar", a, b, ref, accumulate)
-        _core._kernel_gemm(level, a, b, got, accumulate)
-        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=tol)
-        assert (got[:, n:] == c0[:, n:]).all()
+    _gemm_against_scalar(level, m, n, k, spare_columns=3)
 
 
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
