@@ -4,6 +4,10 @@ locality-sensitive hash tables pick for each sample (SLIDE)."""
 import os as _os
 import warnings as _warnings
 
+from .openmp_wait import import_engine as _import_engine
+
+_import_engine()  # first, so that the engine's OpenMP runtime loads with slide's wait settings
+
 from . import datasets, metrics, optimizers
 from ._core import available_simd_levels, built_simd_levels, simd_level
 from ._version import __version__

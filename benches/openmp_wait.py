@@ -1,0 +1,117 @@
+"""How OpenMP's wait at the end of a parallel region costs training time (slide.openmp_wait), on
+real-suite sets of three sizes, on a quiet machine and beside busy processes (one per thread,
+each spinning in a loop, as another job on a shared server would).
+
+    python -m benches.real_suite --build-only          # the suite's data, outside the repository
+    python -m benches.openmp_wait [--data-dir DIR] [--threads 2] [--repeats 3]
+
+Each measurement is a fresh process (libgomp reads its settings when it loads) that trains the
+shape's default network (slide.shape_defaults, without vote or re-ranker) for the set's epochs and
+reports the training seconds; loading the data is not timed. The policies run round-robin
+`--repeats` times on the quiet machine and once under load; each reports its median.
+Writes benches/results/openmp_wait.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .environment import describe
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# (set, epochs): a tiny dense-output run, a mid-sized one and a sampled 40,415-label one.
+CASES = (("enron", 10), ("debian-tags", 2), ("debian-deps", 1))
+# The environment each policy runs with; slide's own is what a user who sets nothing gets.
+POLICIES = {
+    "libgomp default (spin 300,000)": {"GOMP_SPINCOUNT": "300000"},
+    "spin 10,000": {"GOMP_SPINCOUNT": "10000"},
+    "slide (spin 1,000)": {},
+    "passive": {"OMP_WAIT_POLICY": "passive"},
+}
+TIMEOUT = 600.0
+
+
+def train_once(folder: Path, epochs: int, threads: int) -> float:
+    """Seconds to train the shape's default network on folder's training split."""
+    from slide.datasets.xc_files import load_xc
+
+    from .default_network import default_network
+
+    train = load_xc(folder / "train.txt")
+    net, cfg, _ = default_network(train.X.shape[1], train.Y.shape[1], threads, 0, train.X.shape[0], neighbours=0,
+                                  rerank=0)
+    t0 = time.perf_counter()
+    net.fit(train.X, train.Y, epochs=epochs, batch_size=cfg["batch_size"], progress=False)
+    return time.perf_counter() - t0
+
+
+def measure(folder: Path, epochs: int, threads: int, policy: dict) -> float:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    r = subprocess.run([sys.executable, "-m", "benches.openmp_wait", "--case", str(folder), str(epochs),
+                        "--threads", str(threads)], env={**env, **policy}, capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=Path(__file__).resolve().parent.parent)
+    if r.returncode != 0:
+        raise SystemExit(f"{folder.name} with {policy}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    return float(r.stdout.strip().splitlines()[-1])
+
+
+def busy_processes(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def run_load(load: str, folders: dict, threads: int, repeats: int) -> list[dict]:
+    runs: dict = {(s, p): [] for s in folders for p in POLICIES}
+    others = busy_processes(threads) if load == "busy" else []
+    try:
+        for _ in range(repeats):
+            for (name, epochs), folder in folders.items():
+                for policy, env in POLICIES.items():
+                    runs[((name, epochs), policy)].append(measure(folder, epochs, threads, env))
+                    print(f"{load:5s} {name:12s} {policy:32s} {runs[((name, epochs), policy)][-1]:7.2f}s", flush=True)
+    finally:
+        for p in others:
+            p.kill()
+            p.wait()
+    rows = []
+    for ((name, epochs), policy), seconds in runs.items():
+        base = statistics.median(runs[((name, epochs), "slide (spin 1,000)")])
+        rows.append({"load": load, "set": name, "epochs": epochs, "policy": policy, "env": POLICIES[policy],
+                     "train_seconds": round(statistics.median(seconds), 3), "runs": [round(s, 3) for s in seconds],
+                     "vs_slide": round(statistics.median(seconds) / base, 3)})
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "slide-real-suite")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--case", nargs=2, metavar=("FOLDER", "EPOCHS"), help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=RESULTS / "openmp_wait.json")
+    args = ap.parse_args()
+    if args.case:
+        print(train_once(Path(args.case[0]), int(args.case[1]), args.threads))
+        return 0
+    folders = {(name, epochs): args.data_dir / name for name, epochs in CASES}
+    missing = [str(f / "train.txt") for f in folders.values() if not (f / "train.txt").exists()]
+    if missing:
+        raise SystemExit(f"missing {', '.join(missing)}: build the suite with python -m benches.real_suite --build-only")
+    environment = describe(args.threads)  # before the runs: the commit they measure
+    rows = run_load("quiet", folders, args.threads, args.repeats) + run_load("busy", folders, args.threads, 1)
+    report = {"benchmark": "openmp_wait", "environment": environment,
+              "protocol": __doc__.split("\n\n")[0], "busy_processes": args.threads, "repeats": args.repeats,
+              "rows": rows}
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
