@@ -4,8 +4,10 @@ A training step runs several short parallel regions, and libgomp's default is to
 times at each barrier before sleeping. On a quiet machine that hides the wake-up latency; on a
 machine where another process also wants the cores (a shared server, two jobs at once) a spinning
 thread holds a core the thread with the remaining work needs, so every barrier waits for a
-scheduler slice. SPIN_COUNT is the compromise measured in benches/openmp_wait.py: shorter spins
-(1,000, or the passive policy) cost the quiet machine 10-50% on small and large sets alike.
+scheduler slice. SPIN_COUNT is the compromise measured in benches/openmp_wait.py (2 cores): beside
+two busy processes libgomp's default trained 3.3-7.6x slower than SPIN_COUNT, and on the quiet
+machine the two took the same time within the runs' spread; shorter waits cost the quiet machine
+(the passive policy 1.6x on Enron's tiny steps, a spin count of 1,000 1.1x on debian-deps).
 
 libgomp reads its settings once, when it is loaded, so they are set around the first import of
 the engine and then the environment is put back: other libraries' OpenMP runtimes and the

@@ -70,6 +70,7 @@ BLOCKS: dict[str, Block] = {
     "ablation_amazon670k": _one("ablation_amazon670k.json", engine.ablation_amazon670k),
     "hashing": _one("hashing.json", engine.hashing),
     "thread_scaling": _one("thread_scaling.json", engine.thread_scaling),
+    "openmp_wait": _one("openmp_wait.json", engine.openmp_wait),
     "data_loading": _one("data_loading.json", engine.data_loading),
     "exact_scan": _one("exact_scan.json", engine.exact_scan),
     "neighbour_search": _one("neighbour_search.json", engine.neighbour_search),

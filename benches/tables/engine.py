@@ -88,6 +88,20 @@ def thread_scaling(result: dict, name: str = "thread_scaling.json") -> str:
         ["mode", "1 thread", "2 threads", "speedup", "1 thread, every run", "2 threads, every run"], rows)
 
 
+def openmp_wait(result: dict, name: str = "openmp_wait.json") -> str:
+    policies = list(dict.fromkeys(r["policy"] for r in result["rows"]))
+    cells = {(r["load"], r["set"], r["epochs"], r["policy"]): r for r in result["rows"]}
+    rows = []
+    for load, s, epochs in dict.fromkeys((r["load"], r["set"], r["epochs"]) for r in result["rows"]):
+        rows.append([load, f"{s}, {epochs} epoch{'s' if epochs != 1 else ''}",
+                     *(f"{cells[(load, s, epochs, p)]['train_seconds']:.2f} s ({ratio(cells[(load, s, epochs, p)]['vs_slide'])})"
+                       for p in policies)])
+    extra = (f"training seconds of the shape's default network, each in a fresh process; quiet: the median of "
+             f"{result['repeats']} round-robin runs, busy: one run beside {result['busy_processes']} spinning "
+             f"processes; in brackets, against slide's setting")
+    return source(name, result, extra=extra) + "\n\n" + table(["load", "set", *policies], rows)
+
+
 def data_loading(result: dict, name: str = "data_loading.json") -> str:
     xc, t8 = result["xc"], result["text8"]
     rows = [
