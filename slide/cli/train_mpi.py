@@ -180,11 +180,13 @@ def _main(args: argparse.Namespace, comm) -> int:
     net, done = _start_network(args, cfg, run_dir, source, comm)
     _say(comm, f"{net}; {net.memory_bytes / 2**30:.2f} GiB on rank 0; run folder {run_dir}")
     epochs = int(cfg["epochs"])
+    spent = {"checkpoint_seconds": 0.0}
 
     def after_epoch(network: Network, metrics: dict) -> None:
         epoch = done + metrics["epoch"]
         t0 = time.perf_counter()
         network.save(checkpoint, extra={"epoch": epoch})
+        spent["checkpoint_seconds"] += time.perf_counter() - t0
         if comm.rank == 0:
             runs.append_metrics(Path(run_dir), {"kind": "epoch", **metrics, "epoch": epoch, "ranks": comm.size,
                                                 "checkpoint_seconds": time.perf_counter() - t0})
@@ -192,24 +194,37 @@ def _main(args: argparse.Namespace, comm) -> int:
                   "samples/s" + "".join(f", val {k[4:]} {v:.4f}" for k, v in metrics.items()
                                          if k.startswith("val_P@")), flush=True)
 
+    t_fit = time.perf_counter()
     if done < epochs:
         held = validation is not None  # not `if validation`: a rank may hold none of the rows, and still evaluates
-        net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"],
+        history = net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"],
                 validation_data=(validation.X, validation.Y) if held else None,
                 early_stopping=cfg.get("early_stopping") if held else None,
                 monitor=cfg.get("monitor", "P@1") if held else "P@1",
                 progress=not args.quiet, callback=after_epoch, shuffle=cfg.get("shuffle", True))
+        spent["fusion_seconds"] = history.fusion_seconds
+    spent["train_seconds"] = time.perf_counter() - t_fit - spent["checkpoint_seconds"] - spent.get("fusion_seconds", 0.0)
     t0 = time.perf_counter()
     report = net.evaluate(test.X, test.Y)
     points = int(comm.total(len(test)))
     net.save(Path(run_dir) / MODEL, include_optimizer=cfg.get("final_model_optimizer", False))
+    final_seconds = time.perf_counter() - t0
     if comm.rank == 0:
         runs.append_metrics(Path(run_dir), {"kind": "final", **report, "test_points": points, "ranks": comm.size,
-                                            "seconds": time.perf_counter() - t0})
+                                            "seconds": final_seconds, **_costs(spent)})
     _say(comm, f"test (exact, {points:,} points): " + ", ".join(f"{k} {v:.4f}" for k, v in report.items()
                                                                  if k.startswith("P@")))
     _say(comm, f"saved {Path(run_dir) / MODEL} ({comm.size} shards; `slide reshard` makes one file of it)")
+    _say(comm, f"time (rank 0): training {spent['train_seconds']:.1f}s (the epochs and their validation), "
+               f"checkpoints {spent['checkpoint_seconds']:.1f}s, re-ranker and its weight "
+               f"{spent.get('fusion_seconds', 0.0):.1f}s, final evaluation and model {final_seconds:.1f}s")
     return 0
+
+
+def _costs(spent: dict) -> dict:
+    """What the run spent on rank 0, as one process's final record says it (slide.runs): here the
+    training seconds include the validation at each epoch's end, which an MPI run always does."""
+    return {k: round(spent.get(k, 0.0), 3) for k in ("train_seconds", "checkpoint_seconds", "fusion_seconds")}
 
 
 def _start_network(args: argparse.Namespace, cfg: dict, run_dir: Path, source: Any, comm) -> tuple[Network, int]:

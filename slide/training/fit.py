@@ -5,6 +5,7 @@ the shortlist re-ranker, and the weights that fuse them, picked on validation da
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Optional, Sequence
 
 from ..callbacks import CallbackList
@@ -161,7 +162,9 @@ def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validatio
                  "memory or in a slide.datasets.Stream); predictions use the network alone, or call remember() / "
                  "fit_reranker() with the points")
         return
+    t0 = time.perf_counter()
     scores = net.fit_fusion(*training_points(data), val, monitor=monitor, mode=validation_mode)
+    history.fusion_seconds = time.perf_counter() - t0
     if scores is not None and net.neighbours and net.memory is not None:  # each vote weight's score at the
         chosen = net.rerank_weight if net.reranker is not None else 0.0  # re-ranker's chosen weight
         history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}

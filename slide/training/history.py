@@ -18,6 +18,8 @@ class History:
     restored_best: bool = False            # the network was set back to best_epoch's parameters
     # with neighbours and validation: each fusion weight's validation score (neighbour_weight is the best's)
     neighbour_weight_scores: Optional[dict[float, float]] = None
+    # after the last epoch: seconds spent on the vote's memory, the re-ranker and the weights that fuse them
+    fusion_seconds: float = 0.0
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.epochs[i]

@@ -253,3 +253,6 @@ def test_a_killed_rank_ends_the_job_and_resume_continues_from_the_last_checkpoin
     final = [r for r in records if r["kind"] == "final"]
     assert final and final[0]["test_points"] == 500 and 0.0 <= final[0]["P@1"] <= 1.0
     assert (run / "model" / "manifest.json").exists()
+    # what the run spent, split as one process's final record splits it (300 labels: the re-ranker is on)
+    assert final[0]["train_seconds"] > 0 and final[0]["checkpoint_seconds"] > 0 and final[0]["fusion_seconds"] > 0
+    assert got.stdout.count("time (rank 0): training ") == 1
