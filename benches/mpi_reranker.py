@@ -8,8 +8,9 @@ and the re-ranker), side by side in one session.
     python -m benches.mpi_reranker [--data-dir DIR] [--set debian-deps]
 
 Needs Open MPI's mpirun and mpi4py. Reads the test set's P@k from each run's final record in
-metrics.jsonl, and times each whole command (an MPI run's metrics do not split its time the way one
-process's do): loading, training, the re-ranker and the final evaluation, for every run alike.
+metrics.jsonl with the seconds it spent after the last epoch (`fusion_seconds`: the vote's memory,
+the re-ranker and their weights), and times each whole command: loading, training, the re-ranker
+and the final evaluation, for every run alike.
 Writes benches/results/mpi_reranker.json.
 """
 
@@ -59,6 +60,7 @@ def run(folder: Path, ranks: int, extra: tuple, work: Path, seed: int) -> dict:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     final = [m for m in read_metrics(out) if m["kind"] == "final"][-1]
     return {**{k: round(final[k], 4) for k in ("P@1", "P@3", "P@5")}, "wall_seconds": round(wall, 1),
+            "fusion_seconds": round(final.get("fusion_seconds", 0.0), 2),
             "stdout_tail": r.stdout.strip().splitlines()[-3:]}
 
 

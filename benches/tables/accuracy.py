@@ -107,8 +107,8 @@ def reranker(result: dict, name: str = "reranker.json") -> str:
 
 
 def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
-    rows = [[r["run"], f"{r['P@1']:.3f}", f"{r['P@3']:.3f}", f"{r['P@5']:.3f}", f"{r['wall_seconds']:.1f} s"]
-            for r in result["rows"]]
+    rows = [[r["run"], f"{r['P@1']:.3f}", f"{r['P@3']:.3f}", f"{r['P@5']:.3f}", f"{r['wall_seconds']:.1f} s",
+             f"{r['fusion_seconds']:.1f} s"] for r in result["rows"]]
     extra = f"{result['set']}, each command timed whole (loading, training, re-ranker, final evaluation), one run each"
     return source(name, result, threads=False, extra=extra) + "\n\n" + table(
-        ["run", "P@1", "P@3", "P@5", "wall time"], rows)
+        ["run", "P@1", "P@3", "P@5", "wall time", "of it after the last epoch (vote, re-ranker, weights)"], rows)
