@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from .environment import describe
+from .real_suite.files import DEFAULT_DATA_DIR, built_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RUNS = (("mpirun -n 2, 1 thread each, defaults", 2, ()),
@@ -66,15 +67,12 @@ def run(folder: Path, ranks: int, extra: tuple, work: Path, seed: int) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "slide-real-suite")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--set", default="debian-deps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "mpi_reranker.json")
     args = ap.parse_args()
-    folder = args.data_dir / args.set
-    if not (folder / "train.txt").exists():
-        raise SystemExit(f"{folder / 'train.txt'} is missing: build the suite with python -m benches.real_suite "
-                         "--build-only")
+    folder, = built_sets(args.data_dir, [args.set])
     environment = describe(2)  # before the runs: the commit they measure
     rows = []
     for name, ranks, extra in RUNS:

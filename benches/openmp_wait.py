@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from .environment import describe
+from .real_suite.files import DEFAULT_DATA_DIR, built_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # (set, epochs): a tiny dense-output run, a mid-sized one and a sampled 40,415-label one.
@@ -90,7 +91,7 @@ def run_load(load: str, folders: dict, threads: int, repeats: int) -> list[dict]
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "slide-real-suite")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--case", nargs=2, metavar=("FOLDER", "EPOCHS"), help=argparse.SUPPRESS)
@@ -99,10 +100,7 @@ def main() -> int:
     if args.case:
         print(train_once(Path(args.case[0]), int(args.case[1]), args.threads))
         return 0
-    folders = {(name, epochs): args.data_dir / name for name, epochs in CASES}
-    missing = [str(f / "train.txt") for f in folders.values() if not (f / "train.txt").exists()]
-    if missing:
-        raise SystemExit(f"missing {', '.join(missing)}: build the suite with python -m benches.real_suite --build-only")
+    folders = dict(zip(CASES, built_sets(args.data_dir, [name for name, _ in CASES])))
     environment = describe(args.threads)  # before the runs: the commit they measure
     rows = run_load("quiet", folders, args.threads, args.repeats) + run_load("busy", folders, args.threads, 1)
     report = {"benchmark": "openmp_wait", "environment": environment,

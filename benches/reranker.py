@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .environment import describe
+from .real_suite.files import DEFAULT_DATA_DIR, built_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # (shortlist, epochs, log2 of the table's slots); the first is slide's default.
@@ -65,16 +66,13 @@ def main() -> None:
     from slide.datasets.xc_files import load_xc
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "slide-real-suite")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--set", default="debian-deps")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "reranker.json")
     args = ap.parse_args()
-    folder = args.data_dir / args.set
-    if not (folder / "train.txt").exists():
-        raise SystemExit(f"{folder / 'train.txt'} is missing: build the suite with python -m benches.real_suite "
-                         "--build-only")
+    folder, = built_sets(args.data_dir, [args.set])
     train, test = load_xc(folder / "train.txt"), load_xc(folder / "test.txt")
     net, fit, val, seconds = network(train, args.threads, args.seed)
     alone = net.evaluate(test.X, test.Y)

@@ -25,6 +25,16 @@ def set_dir(data_dir: Path, name: str) -> Path:
     return data_dir / name
 
 
+def built_sets(data_dir: Path, names) -> list[Path]:
+    """The folders of these built sets, for a benchmark that reads them; exits naming what is
+    missing and how to build it."""
+    folders = [set_dir(data_dir, name) for name in names]
+    missing = [str(f / "train.txt") for f in folders if not (f / "train.txt").exists()]
+    if missing:
+        raise SystemExit(f"{', '.join(missing)} missing: build the suite with python -m benches.real_suite --build-only")
+    return folders
+
+
 def is_built(data_dir: Path, name: str) -> bool:
     return (set_dir(data_dir, name) / "build.json").is_file()
 
