@@ -35,12 +35,8 @@ RUNS = (("mpirun -n 2, 1 thread each, defaults", 2, ()),
         ("one process, 2 threads, defaults", 1, ()))
 
 
-def mpi_environment() -> dict:
-    """This process's environment without an MPI job's variables, so mpirun starts a job of its own."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
-
-
 def run(folder: Path, ranks: int, extra: tuple, work: Path, seed: int) -> dict:
+    from slide.cli.train_mpi import environment_outside_mpi_job
     from slide.runs import read_metrics
 
     out = work / "run"
@@ -55,7 +51,7 @@ def run(folder: Path, ranks: int, extra: tuple, work: Path, seed: int) -> dict:
     else:
         cmd = [*train, "--threads", "2"]
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=work, env=mpi_environment())
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=work, env=environment_outside_mpi_job())
     wall = time.perf_counter() - t0
     if r.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")

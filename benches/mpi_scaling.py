@@ -158,7 +158,9 @@ def main() -> None:
     from .environment import describe
 
     mpirun = shutil.which("mpirun")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+    from slide.cli.train_mpi import environment_outside_mpi_job
+
+    env = environment_outside_mpi_job()
     runs = []
     for n in (int(x) for x in a.ranks.split(",")):
         for exchange in ("allgather", "allreduce"):

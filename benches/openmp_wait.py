@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from slide.openmp_wait import SPIN_COUNT, USER_SETTINGS
+
 from .environment import describe
 from .real_suite.files import DEFAULT_DATA_DIR, built_sets
 
@@ -30,9 +32,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # (set, epochs): a tiny dense-output run, a mid-sized one and a sampled 40,415-label one.
 CASES = (("enron", 10), ("debian-tags", 2), ("debian-deps", 1))
 # The environment each policy runs with; slide's own is what a user who sets nothing gets.
+SLIDE_POLICY = f"slide (spin {SPIN_COUNT:,})"
 POLICIES = {
     "libgomp default (spin 300,000)": {"GOMP_SPINCOUNT": "300000"},
-    "slide (spin 10,000)": {},
+    SLIDE_POLICY: {},
     "spin 1,000": {"GOMP_SPINCOUNT": "1000"},
     "passive": {"OMP_WAIT_POLICY": "passive"},
 }
@@ -54,7 +57,7 @@ def train_once(folder: Path, epochs: int, threads: int) -> float:
 
 
 def measure(folder: Path, epochs: int, threads: int, policy: dict) -> float:
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env = {k: v for k, v in os.environ.items() if k not in USER_SETTINGS}
     r = subprocess.run([sys.executable, "-m", "benches.openmp_wait", "--case", str(folder), str(epochs),
                         "--threads", str(threads)], env={**env, **policy}, capture_output=True, text=True,
                        timeout=TIMEOUT, cwd=Path(__file__).resolve().parent.parent)
@@ -82,7 +85,7 @@ def run_load(load: str, folders: dict, threads: int, repeats: int) -> list[dict]
             p.wait()
     rows = []
     for ((name, epochs), policy), seconds in runs.items():
-        base = statistics.median(runs[((name, epochs), "slide (spin 10,000)")])
+        base = statistics.median(runs[((name, epochs), SLIDE_POLICY)])
         rows.append({"load": load, "set": name, "epochs": epochs, "policy": policy, "env": POLICIES[policy],
                      "train_seconds": round(statistics.median(seconds), 3), "runs": [round(s, 3) for s in seconds],
                      "vs_slide": round(statistics.median(seconds) / base, 3)})

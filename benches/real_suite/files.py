@@ -28,11 +28,11 @@ def set_dir(data_dir: Path, name: str) -> Path:
 def built_sets(data_dir: Path, names) -> list[Path]:
     """The folders of these built sets, for a benchmark that reads them; exits naming what is
     missing and how to build it."""
-    folders = [set_dir(data_dir, name) for name in names]
-    missing = [str(f / "train.txt") for f in folders if not (f / "train.txt").exists()]
+    missing = [str(set_dir(data_dir, name)) for name in names if not is_built(data_dir, name)]
     if missing:
-        raise SystemExit(f"{', '.join(missing)} missing: build the suite with python -m benches.real_suite --build-only")
-    return folders
+        raise SystemExit(f"{', '.join(missing)}: not built; build the suite with python -m benches.real_suite "
+                         "--build-only")
+    return [set_dir(data_dir, name) for name in names]
 
 
 def is_built(data_dir: Path, name: str) -> bool:

@@ -35,6 +35,7 @@ _HELD: list = []
 
 # What Open MPI, MPICH/Hydra and PMIx launchers set in every rank's environment.
 _SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
+_LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_")
 
 
 def mpi_ranks() -> int:
@@ -44,6 +45,12 @@ def mpi_ranks() -> int:
         if value.isdigit():
             return int(value)
     return 1
+
+
+def environment_outside_mpi_job() -> dict[str, str]:
+    """This process's environment without an MPI job's variables: an mpirun started with it
+    starts a job of its own instead of joining this process's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_PREFIXES)}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -180,7 +187,7 @@ def _main(args: argparse.Namespace, comm) -> int:
     net, done = _start_network(args, cfg, run_dir, source, comm)
     _say(comm, f"{net}; {net.memory_bytes / 2**30:.2f} GiB on rank 0; run folder {run_dir}")
     epochs = int(cfg["epochs"])
-    spent = {"checkpoint_seconds": 0.0}
+    spent = {"train_seconds": 0.0, "checkpoint_seconds": 0.0, "fusion_seconds": 0.0}  # rank 0's, as slide.runs records
 
     def after_epoch(network: Network, metrics: dict) -> None:
         epoch = done + metrics["epoch"]
@@ -203,7 +210,7 @@ def _main(args: argparse.Namespace, comm) -> int:
                 monitor=cfg.get("monitor", "P@1") if held else "P@1",
                 progress=not args.quiet, callback=after_epoch, shuffle=cfg.get("shuffle", True))
         spent["fusion_seconds"] = history.fusion_seconds
-    spent["train_seconds"] = time.perf_counter() - t_fit - spent["checkpoint_seconds"] - spent.get("fusion_seconds", 0.0)
+    spent["train_seconds"] = time.perf_counter() - t_fit - spent["checkpoint_seconds"] - spent["fusion_seconds"]
     t0 = time.perf_counter()
     report = net.evaluate(test.X, test.Y)
     points = int(comm.total(len(test)))
@@ -211,20 +218,14 @@ def _main(args: argparse.Namespace, comm) -> int:
     final_seconds = time.perf_counter() - t0
     if comm.rank == 0:
         runs.append_metrics(Path(run_dir), {"kind": "final", **report, "test_points": points, "ranks": comm.size,
-                                            "seconds": final_seconds, **_costs(spent)})
+                                            "seconds": final_seconds, **{k: round(v, 3) for k, v in spent.items()}})
     _say(comm, f"test (exact, {points:,} points): " + ", ".join(f"{k} {v:.4f}" for k, v in report.items()
                                                                  if k.startswith("P@")))
     _say(comm, f"saved {Path(run_dir) / MODEL} ({comm.size} shards; `slide reshard` makes one file of it)")
     _say(comm, f"time (rank 0): training {spent['train_seconds']:.1f}s (the epochs and their validation), "
                f"checkpoints {spent['checkpoint_seconds']:.1f}s, re-ranker and its weight "
-               f"{spent.get('fusion_seconds', 0.0):.1f}s, final evaluation and model {final_seconds:.1f}s")
+               f"{spent['fusion_seconds']:.1f}s, final evaluation and model {final_seconds:.1f}s")
     return 0
-
-
-def _costs(spent: dict) -> dict:
-    """What the run spent on rank 0, as one process's final record says it (slide.runs): here the
-    training seconds include the validation at each epoch's end, which an MPI run always does."""
-    return {k: round(spent.get(k, 0.0), 3) for k in ("train_seconds", "checkpoint_seconds", "fusion_seconds")}
 
 
 def _start_network(args: argparse.Namespace, cfg: dict, run_dir: Path, source: Any, comm) -> tuple[Network, int]:

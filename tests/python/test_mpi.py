@@ -24,6 +24,7 @@ from slide.distributed.checkpoint import reshard
 from slide.distributed.top_k import merge_top_k
 from slide.model_file import ModelFileError
 from slide.settings import NETWORK
+from slide.cli.train_mpi import environment_outside_mpi_job
 
 JOB = Path(__file__).parent / "mpi_jobs" / "train_and_predict.py"
 MPIRUN = shutil.which("mpirun")
@@ -33,18 +34,13 @@ needs_mpi = pytest.mark.skipif(MPIRUN is None or not HAVE_MPI4PY,
                                reason="needs mpirun and mpi4py (apt-get install openmpi-bin; pip install mpi4py)")
 
 
-def clean_env() -> dict:
-    """This process's environment without an MPI job's variables, so mpirun starts a job of its own."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
-
-
 def mpirun(n: int, *args: str, timeout: float = 300, check: bool = True,
            cwd: "Path | None" = None) -> subprocess.CompletedProcess:
     cmd = [MPIRUN, "--oversubscribe", "-n", str(n)]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     got = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                         env=clean_env(), cwd=cwd)
+                         env=environment_outside_mpi_job(), cwd=cwd)
     if check and got.returncode != 0:
         raise AssertionError(f"mpirun -n {n} failed ({got.returncode}):\n{got.stdout[-3000:]}\n{got.stderr[-3000:]}")
     return got
@@ -222,7 +218,7 @@ def test_a_killed_rank_ends_the_job_and_resume_continues_from_the_last_checkpoin
                 "--batch-size", "64", "--quiet")
     # cwd: away from the source tree, whose slide/ has no compiled extension and would shadow the installed one
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                           env=clean_env(), cwd=tmp_path)
+                           env=environment_outside_mpi_job(), cwd=tmp_path)
     try:
         deadline = time.time() + 240
         while not (run / "checkpoint" / "manifest.json").exists():
@@ -244,7 +240,7 @@ def test_a_killed_rank_ends_the_job_and_resume_continues_from_the_last_checkpoin
     resume = [c for c in cmd if c not in ("--epochs", "100000")]
     resume = resume[:resume.index("train") + 1] + ["--resume", str(run), "--epochs", str(saved + 2), "--quiet"]
     got = subprocess.run(resume, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-                         env=clean_env(), cwd=tmp_path)
+                         env=environment_outside_mpi_job(), cwd=tmp_path)
     assert got.returncode == 0, got.stderr[-3000:]
     assert f"resuming {run} at epoch {saved + 1}" in got.stdout
     assert (got.stdout + got.stderr).count("needs about") == 1, "the memory estimate is logged by rank 0 alone"

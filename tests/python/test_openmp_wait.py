@@ -6,13 +6,13 @@ import os
 import subprocess
 import sys
 
-from slide.openmp_wait import SPIN_COUNT
+from slide.openmp_wait import SPIN_COUNT, USER_SETTINGS
 
 REPORT = "import os, slide; print('after import:', os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))"
 
 
 def import_slide(tmp_path, **settings):
-    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env = {k: v for k, v in os.environ.items() if k not in USER_SETTINGS}
     r = subprocess.run([sys.executable, "-c", REPORT], env={**env, "OMP_DISPLAY_ENV": "verbose", **settings},
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -17,17 +17,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from slide.cli.train_mpi import environment_outside_mpi_job
 from slide.datasets.xc_files import write_xc
 
 MPIRUN = shutil.which("mpirun")
 HAVE_MPI4PY = subprocess.run([sys.executable, "-c", "from mpi4py import MPI"], capture_output=True).returncode == 0
 pytestmark = pytest.mark.skipif(MPIRUN is None or not HAVE_MPI4PY, reason="needs mpirun and mpi4py")
 TIMEOUT = 90  # a deadlocked job fails the test instead of hanging it
-
-
-def clean_env() -> dict:
-    """Without an MPI job's variables, so mpirun starts a job of its own."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
 
 
 def launcher(n: int) -> list[str]:
@@ -41,7 +37,7 @@ def slide_cmd(*args: str) -> list[str]:
 def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
     # cwd away from the source tree, whose slide/ would shadow the installed extension
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
-                          env=clean_env(), cwd=cwd)
+                          env=environment_outside_mpi_job(), cwd=cwd)
 
 
 def mpi_train(tmp: Path, n: int, *args: str) -> subprocess.CompletedProcess:
