@@ -255,8 +255,44 @@ def test_fusion_top_ranks_like_sorting_every_candidate(seed):
     logits_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
     rerank_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
     fusion = Fusion(ids, logits, votes, logits_of, rerank_of)
+    _assert_every_way_ranks_like_the_oracle(fusion)
+
+
+def _assert_every_way_ranks_like_the_oracle(fusion):
+    """`top` and both of its ways (a padded matrix, sorted candidates) against `_lexsort_top`."""
     for weight, rerank_weight, top_k in [(0.0, 0.0, 6), (0.5, 0.0, 3), (1.0, 2.0, 10), (0.0, 4.0, 1)]:
-        got_ids, got_scores = fusion.top(weight, top_k, rerank_weight)
         want_ids, want_scores = _lexsort_top(fusion, weight, top_k, rerank_weight)
-        np.testing.assert_array_equal(got_ids, want_ids)
-        np.testing.assert_array_equal(got_scores, want_scores)
+        score = fusion.logits + fusion._boost(weight, rerank_weight)
+        for way in (None, fusion._top_padded, fusion._top_sorted):
+            if way is None:
+                got_ids, got_scores = fusion.top(weight, top_k, rerank_weight)
+            else:
+                got_ids = np.full((fusion.n, top_k), -1, np.int32)
+                got_scores = np.full((fusion.n, top_k), -np.inf, np.float32)
+                way(score, got_ids, got_scores)
+            np.testing.assert_array_equal(got_ids, want_ids)
+            np.testing.assert_array_equal(got_scores, want_scores)
+
+
+def test_one_query_voted_for_thousands_of_labels_ranks_the_same_and_is_sorted_not_padded(monkeypatch):
+    """debian-rdeps: one validation query's neighbours voted for 23,489 labels, the median query
+    had 46 candidates; a padded matrix would be almost all padding."""
+    from slide import neighbours
+    from slide.neighbours import Fusion
+
+    rng = np.random.default_rng(5)
+    n, k, labels = 40, 5, 5000
+    ids = rng.integers(0, labels, (n, k)).astype(np.int32)
+    logits = np.round(rng.normal(size=(n, k)), 1).astype(np.float32)
+    dense = np.zeros((n, labels), np.float32)
+    dense[7] = np.round(rng.random(labels), 1) + 0.1  # query 7 is voted for every label
+    dense[rng.integers(0, n, 60), rng.integers(0, labels, 60)] = 0.5
+    votes = sp.csr_matrix(dense)
+    scores_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
+    fusion = Fusion(ids, logits, votes, scores_of, scores_of)
+    assert fusion.n * fusion._width > neighbours.PADDED_CELLS_PER_CANDIDATE * fusion.ids.size
+    _assert_every_way_ranks_like_the_oracle(fusion)
+    padded = []
+    monkeypatch.setattr(Fusion, "_top_padded", lambda self, *a: padded.append(1))
+    fusion.top(1.0, 5, 1.0)
+    assert not padded
