@@ -108,10 +108,12 @@ LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label 
 
 
 # Above this many cells of a padded [queries, widest query] matrix per candidate, `Fusion.top`
-# sorts the candidates instead. Measured over tuning's 78 weight pairs: debian-deps' validation
-# (982 queries, the widest 199 candidates, 3.8 cells per candidate) 0.25 s padded against 0.7 s
-# sorted; debian-rdeps' (522 queries, one whose neighbours voted for 23,489 labels, 172 cells per
-# candidate) 6-7 s padded against 0.9 s sorted.
+# sorts the candidates instead. Measured on debian-deps' validation (982 queries, the widest 199
+# candidates, 3.8 cells per candidate), tuning's 78 weight pairs: 0.25 s padded against 0.7 s
+# sorted. On debian-rdeps, where a query's neighbours can vote for thousands of labels: its
+# validation (522 queries, the widest 8,114, 57 cells per candidate) 1.6 s against 0.8 s; its test
+# set's prediction (6,535 queries, one voted for 23,489 labels, 197 cells per candidate) 4.1 s
+# against 0.16 s, and the padded matrices held about 2.4 GB.
 PADDED_CELLS_PER_CANDIDATE = 8
 
 

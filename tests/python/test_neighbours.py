@@ -275,8 +275,8 @@ def _assert_every_way_ranks_like_the_oracle(fusion):
 
 
 def test_one_query_voted_for_thousands_of_labels_ranks_the_same_and_is_sorted_not_padded(monkeypatch):
-    """debian-rdeps: one validation query's neighbours voted for 23,489 labels, the median query
-    had 46 candidates; a padded matrix would be almost all padding."""
+    """debian-rdeps: one test query's neighbours voted for 23,489 labels, where most queries have
+    a few dozen candidates; a padded matrix would be almost all padding."""
     from slide import neighbours
     from slide.neighbours import Fusion
 
