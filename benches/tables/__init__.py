@@ -52,6 +52,7 @@ BLOCKS: dict[str, Block] = {
     "xc_real_published": _one("xc_real.json", accuracy.xc_real_published),
     "neighbours": _one("neighbours.json", accuracy.neighbours),
     "reranker": _one("reranker.json", accuracy.reranker),
+    "reranker_solver": _one("reranker_solver.json", accuracy.reranker_solver),
     "mpi_reranker": _one("mpi_reranker.json", accuracy.mpi_reranker),
     "text8_gensim": _one("text8_gensim.json", accuracy.text8_gensim),
     # side by side with the baselines

@@ -1,6 +1,6 @@
 """Renderers for accuracy on real and realistic data: the real-data suite (its own report module),
-the real Bibtex/Delicious splits, the nearest neighbours' vote, the shortlist re-ranker, and Text8
-word vectors."""
+the real Bibtex/Delicious splits, the nearest neighbours' vote, the shortlist re-ranker and its
+solver, and Text8 word vectors."""
 
 from __future__ import annotations
 
@@ -104,6 +104,23 @@ def reranker(result: dict, name: str = "reranker.json") -> str:
              f"to pick the epoch and the weight), {result['test']:,} test points, {result['labels']:,} labels; one run")
     return source(name, result, extra=extra) + "\n\n" + table(
         ["network + re-ranker", "weight", "shortlist s", "re-ranker s", "P@1", "P@3", "P@5"], rows)
+
+
+def reranker_solver(result: dict, name: str = "reranker_solver.json") -> str:
+    """Per set: the network alone, then each solver's per-label classifiers fused with it."""
+    rows = []
+    for set_name, entry in result["sets"].items():
+        alone = entry["network_alone"]
+        first = f"{set_name} ({entry['labels']:,} labels, {entry['validation']:,} points held out)"
+        rows.append([first, "network alone", "-", fixed(entry["network_seconds"], 1),
+                     *(f"{alone[m]:.4f}" for m in ("P@1", "P@3", "P@5"))])
+        for s in entry["solvers"]:
+            rows.append(["", f"+ {s['solver']}", f"{s['weight']:g}", fixed(s["fit_seconds"], 1),
+                         *(f"{s[m]:.4f}" for m in ("P@1", "P@3", "P@5"))])
+    extra = (f"the network's {result['shortlist']} best labels re-ranked, no vote; the epoch and the weights picked "
+             f"on the points held out from training; one run")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["set", "model", "weight", "training s", "P@1", "P@3", "P@5"], rows)
 
 
 def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
