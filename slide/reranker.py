@@ -8,12 +8,17 @@ cheap: only for the labels the network already shortlists. Its weights live in o
 (the hashing trick for many tasks, Weinberger et al. 2009: slot and sign hashed from (label,
 feature)), so its memory is fixed (4 bytes x 2^bits) whatever the number of labels; and it is
 trained after the network, on each training point's shortlist (the network's top `shortlist`
-labels and the point's own), with Adagrad on the logistic loss (cpp/rerank/shortlist_reranker.cpp).
+labels and the point's own). With every point in memory (`fit_hinge`) each label's classifier is
+the L2-regularised squared hinge over the points that shortlist it, solved by dual coordinate
+descent as omikuji's leaves are (cpp/rerank/dual_cd_hinge.cpp); from a stream's shards or over
+MPI ranks, which never hold a label's every point at once, by passes of Adagrad on the logistic
+loss (`fit`, `train_pass`; cpp/rerank/shortlist_reranker.cpp).
 
 Prediction scores logit + weight x re-ranker score over the network's top `shortlist` labels (and
 the voted labels, when the neighbours vote); the weight is picked on validation data, like the
-vote's. Measured on the real suite's debian-deps (40,415 labels): the network alone 0.646 P@1,
-with the re-ranker 0.683 (benches/reranker.py; slide.shape_defaults says where it is on).
+vote's. Measured on the real suite's debian-deps (40,415 labels), without the vote: the network
+alone 0.646 P@1, with the Adagrad re-ranker 0.683, with the squared hinge 0.693
+(benches/reranker.py, benches/reranker_solver.py; slide.shape_defaults says where it is on).
 """
 
 from __future__ import annotations
@@ -21,14 +26,18 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._core import reranker_epoch, reranker_scores
+from ._core import reranker_dual_cd, reranker_epoch, reranker_scores
 from .datasets.synthetic import unit_rows
 
 BITS = 24  # 2^24 slots (64 MiB): on debian-deps 2^26 scored within 0.001 P@1 of it
 EPOCHS = 3
 LEARNING_RATE = 0.2
 # Re-ranker weights `pick_weights` tries, beside the vote's; 0 is the network (and vote) alone.
-WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+# The squared hinge's solver (`fit_hinge`): liblinear's defaults, as omikuji's leaves use them.
+HINGE_C = 1.0
+HINGE_ITERATIONS = 20
+HINGE_TOLERANCE = 0.1
 
 
 class ShortlistReranker:
@@ -49,6 +58,19 @@ class ShortlistReranker:
         rng = np.random.default_rng(seed)
         return [self.train_pass(X, Y, candidates, rng.permutation(X.shape[0]), lr=lr, threads=threads)
                 for _ in range(epochs)]
+
+    def fit_hinge(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, *, c: float = HINGE_C,
+                  max_iterations: int = HINGE_ITERATIONS, tolerance: float = HINGE_TOLERANCE, threads: int = 1,
+                  seed: int = 0) -> float:
+        """Train each label on its points (the rows whose shortlist, `candidates` and Y, holds it):
+        the L2-regularised squared hinge, solved to `tolerance` by dual coordinate descent
+        (cpp/rerank/dual_cd_hinge.h). Every point at once, so in memory only. Returns the mean
+        squared hinge loss over the (row, label) pairs afterwards."""
+        X = unit_rows(X)
+        label_indptr, rows, positive = label_points(candidates, Y, self.n_labels)
+        return reranker_dual_cd(X.indptr, X.indices, X.data, self.n_features, label_indptr, rows, positive,
+                                self.slots, self.bias, float(c), int(max_iterations), float(tolerance),
+                                int(seed), max(1, int(threads)))
 
     def train_pass(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, rows: np.ndarray, *,
                    lr: float = LEARNING_RATE, threads: int = 1) -> float:
@@ -89,3 +111,21 @@ class ShortlistReranker:
         out = cls(n_features, n_labels, int(shortlist[0]), bits=size.bit_length() - 1)
         out.slots[:, 0], out.bias[:, 0] = weights, bias
         return out
+
+
+def label_points(candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr [labels + 1], rows, positive): each label's training points, the rows whose
+    shortlist (their row of `candidates`, -1 for none, and their labels in Y) holds it, in row
+    order, with 1 where the row has the label."""
+    Y = sp.csr_matrix(Y, dtype=np.float32)
+    Y.sum_duplicates()
+    n, width = candidates.shape
+    listed = np.asarray(candidates).ravel()
+    keep = listed >= 0
+    row_of = np.repeat(np.arange(n, dtype=np.int64), width)[keep]
+    own = np.repeat(np.arange(n, dtype=np.int64), np.diff(Y.indptr))
+    pairs = sp.csr_matrix((np.concatenate([np.zeros(int(keep.sum()), np.float32), np.ones(own.size, np.float32)]),
+                           (np.concatenate([listed[keep], Y.indices]).astype(np.int64), np.concatenate([row_of, own]))),
+                          shape=(n_labels, n))
+    pairs.sum_duplicates()  # a label both shortlisted and the row's own: one point, positive
+    return pairs.indptr.astype(np.int64), pairs.indices.astype(np.int64), (pairs.data > 0).astype(np.uint8)

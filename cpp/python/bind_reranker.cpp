@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "python/bindings.h"
 #include "python/csr_arrays.h"
+#include "rerank/dual_cd_hinge.h"
 #include "rerank/shortlist_reranker.h"
 
 namespace slide::python {
@@ -86,6 +87,40 @@ void bind_reranker(py::module_& m) {
       py::arg("y_indices"), py::arg("candidates"), py::arg("order"), py::arg("slots"), py::arg("bias"),
       py::arg("lr"), py::arg("threads"),
       "One epoch of the re-ranker over each row's shortlist (its candidates and its labels); the mean loss.");
+  m.def(
+      "reranker_dual_cd",
+      [](const IndptrArray& indptr, const IndexArray& indices, const FloatArray& data, std::int64_t n_features,
+         const py::array_t<std::int64_t, py::array::c_style>& label_indptr,
+         const py::array_t<std::int64_t, py::array::c_style>& rows,
+         const py::array_t<std::uint8_t, py::array::c_style>& positive, MutableFloats slots, MutableFloats bias,
+         float c, int max_iterations, float tolerance, std::uint64_t seed, int threads) {
+        SLIDE_REQUIRE(threads >= 1, "threads must be at least 1, got " << threads);
+        SLIDE_REQUIRE(c > 0.0f && std::isfinite(c), "C must be positive, got " << c);
+        SLIDE_REQUIRE(max_iterations >= 1, "max_iterations must be at least 1, got " << max_iterations);
+        SLIDE_REQUIRE(tolerance >= 0.0f && std::isfinite(tolerance), "tolerance must be >= 0, got " << tolerance);
+        const CsrFloat x = features_view(indptr, indices, data, n_features, nullptr);
+        const RerankerWeights w = weights_view(slots, bias);
+        SLIDE_REQUIRE(label_indptr.ndim() == 1 && label_indptr.size() == w.labels + 1,
+                      "label_indptr must hold labels + 1 = " << w.labels + 1 << " offsets");
+        SLIDE_REQUIRE(rows.ndim() == 1 && positive.ndim() == 1 && rows.size() == positive.size(),
+                      "rows and positive must be 1-D and of one length");
+        const std::int64_t* offsets = label_indptr.data();
+        SLIDE_REQUIRE(offsets[0] == 0 && offsets[w.labels] == rows.size(),
+                      "label_indptr must run from 0 to the number of rows (" << rows.size() << ")");
+        for (std::int64_t l = 0; l < w.labels; ++l)
+          SLIDE_REQUIRE(offsets[l] <= offsets[l + 1], "label_indptr decreases at label " << l);
+        const std::int64_t* r = rows.data();
+        for (std::int64_t p = 0; p < rows.size(); ++p)
+          SLIDE_REQUIRE(r[p] >= 0 && r[p] < x.rows, "row " << r[p] << " lies outside [0, " << x.rows << ")");
+        const LabelPoints points{offsets, r, positive.data()};
+        const DualCdSettings settings{c, max_iterations, tolerance, seed};
+        py::gil_scoped_release release;
+        return reranker_dual_cd(x, points, w, settings, threads);
+      },
+      py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("n_features"), py::arg("label_indptr"),
+      py::arg("rows"), py::arg("positive"), py::arg("slots"), py::arg("bias"), py::arg("c"),
+      py::arg("max_iterations"), py::arg("tolerance"), py::arg("seed"), py::arg("threads"),
+      "Each label's squared hinge over its points by dual coordinate descent; the mean loss afterwards.");
 }
 
 }  // namespace slide::python

@@ -1,7 +1,8 @@
 """Training a network's shortlist re-ranker (`slide.reranker`): each training point is re-ranked
-on the network's top ``rerank`` labels and its own. From points in memory, or from a shard folder
-(`slide.datasets.Stream`) read shard by shard, as streamed training reads it, so data larger than
-memory gets a re-ranker too.
+on the network's top ``rerank`` labels and its own. From points in memory (each label's squared
+hinge solved over all of its points), or, by Adagrad passes, from a shard folder
+(`slide.datasets.Stream`) read shard by shard as streamed training reads it, so data larger than
+memory gets a re-ranker too, and over MPI ranks.
 
 A stream's shortlists are computed on a shard's first visit and kept for the later epochs (4 bytes
 x ``rerank`` per training point: 100 bytes a point at the default 25, far less than its features),
@@ -36,12 +37,15 @@ def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> 
 
 def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int
                          ) -> tuple[ShortlistReranker, list[float]]:
-    """In one process, or under MPI from each rank's own points (X, Y: this rank's share)."""
+    """In one process: each label's squared hinge over its points, solved by dual coordinate
+    descent (`ShortlistReranker.fit_hinge`; `epochs` unused), returning its loss. Under MPI, from
+    each rank's own points (X, Y: this rank's share): `epochs` Adagrad passes whose changes all
+    ranks add up, since no rank holds a label's every point."""
     width = min(net.rerank, net.output_dim)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, width)
     candidates = shortlists(net, X, width)  # collective under MPI: the whole layer's top labels
-    if net.comm is None:
-        return reranker, reranker.fit(X, Y, candidates, epochs=epochs, threads=net.threads, seed=net.seed)
+    if net.comm is None:  # every point at hand: each label's squared hinge, solved
+        return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
     return reranker, _fit_over_ranks(net, reranker, X, Y, candidates, epochs)
 
 
