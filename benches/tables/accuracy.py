@@ -91,13 +91,13 @@ def text8_gensim(result: dict, name: str = "text8_gensim.json") -> str:
 
 
 def reranker(result: dict, name: str = "reranker.json") -> str:
-    """The re-ranker's variants on one real set, under the network alone they re-rank."""
+    """The Adagrad re-ranker's variants on one real set, under the network alone they re-rank."""
     alone = result["network_alone"]
     rows = [["network alone", "-", fixed(result["network_seconds"], 1), "-",
              *(f"{alone[m]:.4f}" for m in ("P@1", "P@3", "P@5"))]]
     for i, v in enumerate(result["variants"]):
         what = f"shortlist {v['shortlist']}, {v['epochs']} epochs, 2^{v['bits']} slots"
-        rows.append([f"**{what}** (default)" if i == 0 else what, f"{v['rerank_weight']:g}",
+        rows.append([f"**{what}** (streams' and MPI's default)" if i == 0 else what, f"{v['rerank_weight']:g}",
                      fixed(v["shortlist_seconds"], 1), fixed(v["fit_seconds"], 1),
                      *(f"{v[m]:.4f}" for m in ("P@1", "P@3", "P@5"))])
     extra = (f"{result['set']}: {result['train']:,} training points ({result['validation']:,} more held out "
