@@ -80,9 +80,12 @@ class FusedPrediction:
     @one_call_at_a_time
     def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
-        each point's shortlist is the network's top ``rerank`` labels and its own. X may be a
-        `slide.datasets.Stream` (Y omitted), read shard by shard. `fit` calls it after the
-        network's last epoch when ``rerank`` > 0. Returns each epoch's mean loss.
+        each point's shortlist is the network's top ``rerank`` labels and its own. With X, Y in
+        memory in one process, each label's squared hinge over the points that shortlist it is
+        solved (`ShortlistReranker.fit_hinge`; `epochs` unused) and the list holds its one mean
+        loss. X may be a `slide.datasets.Stream` (Y omitted), read shard by shard for `epochs`
+        Adagrad passes. `fit` calls it after the network's last epoch when ``rerank`` > 0.
+        Returns each epoch's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
         points, in memory: each epoch every rank trains on its share and then all add up the
@@ -107,7 +110,9 @@ class FusedPrediction:
             points = X.shape[0]
         if self.comm is not None:
             points = int(self.comm.total(points))
-        log.info("re-ranker: %d epochs on %d points' shortlists of %d in %.1fs, losses %s", epochs, points,
+        how = "each label's squared hinge solved" if self.comm is None and not isinstance(X, Stream) \
+            else f"{epochs} Adagrad epochs"
+        log.info("re-ranker: %s on %d points' shortlists of %d in %.1fs, losses %s", how, points,
                  self.reranker.shortlist, time.perf_counter() - t0, losses)
         return losses
 
