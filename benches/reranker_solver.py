@@ -110,36 +110,32 @@ def per_label_hinge(net, fit, val, test, candidates: np.ndarray) -> dict:
             **{k: report[k] for k in ("P@1", "P@3", "P@5")}}
 
 
-def adagrad_logistic(net, fit, val, test, candidates: np.ndarray) -> dict:
-    from slide.reranker import ShortlistReranker
-
-    t0 = time.perf_counter()
-    net.reranker, net.rerank = ShortlistReranker(net.input_dim, net.output_dim, SHORTLIST), SHORTLIST
-    net.reranker.fit(*fit, candidates, threads=net.threads, seed=net.seed)
-    fit_seconds = time.perf_counter() - t0
-    net.tune_fusion_weights(*val)
-    report = net.evaluate(test.X, test.Y)
-    weight = net.rerank_weight
-    net.reranker, net.rerank = None, 0
-    return {"solver": "slide's re-ranker: logistic loss, Adagrad, hashed weights, 3 epochs", "weight": weight,
-            "fit_seconds": round(fit_seconds, 2), **{k: report[k] for k in ("P@1", "P@3", "P@5")}}
-
-
-def engine_hinge(net, fit, val, test, candidates: np.ndarray) -> dict:
-    """The same squared hinge by slide's own dual coordinate descent over the hashed weights."""
+def _slide_reranker(net, val, test, solver: str, train) -> dict:
+    """slide's re-ranker trained by `train(reranker)`, fused at the weight `tune_fusion_weights` picks."""
     from slide.reranker import WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 
     t0 = time.perf_counter()
     net.reranker, net.rerank = ShortlistReranker(net.input_dim, net.output_dim, SHORTLIST), SHORTLIST
-    net.reranker.fit_hinge(*fit, candidates, threads=net.threads, seed=net.seed)
+    train(net.reranker)
     fit_seconds = time.perf_counter() - t0
     net.tune_fusion_weights(*val)
     report = net.evaluate(test.X, test.Y)
     weight = net.rerank_weight
     net.reranker, net.rerank = None, 0
-    return {"solver": "per-label squared hinge, slide's dual coordinate descent over the hashed weights, C=1",
-            "weight": weight, "weights_tried": list(RERANK_WEIGHTS), "fit_seconds": round(fit_seconds, 2),
-            **{k: report[k] for k in ("P@1", "P@3", "P@5")}}
+    return {"solver": solver, "weight": weight, "weights_tried": list(RERANK_WEIGHTS),
+            "fit_seconds": round(fit_seconds, 2), **{k: report[k] for k in ("P@1", "P@3", "P@5")}}
+
+
+def adagrad_logistic(net, fit, val, test, candidates: np.ndarray) -> dict:
+    return _slide_reranker(net, val, test, "slide's re-ranker: logistic loss, Adagrad, hashed weights, 3 epochs",
+                           lambda r: r.fit(*fit, candidates, threads=net.threads, seed=net.seed))
+
+
+def engine_hinge(net, fit, val, test, candidates: np.ndarray) -> dict:
+    """The same squared hinge by slide's own dual coordinate descent over the hashed weights."""
+    return _slide_reranker(net, val, test,
+                           "per-label squared hinge, slide's dual coordinate descent over the hashed weights, C=1",
+                           lambda r: r.fit_hinge(*fit, candidates, threads=net.threads, seed=net.seed))
 
 
 def one_set(folder: Path, threads: int, seed: int) -> dict:
