@@ -148,6 +148,7 @@ class Fusion:
         self._counts = np.bincount(self.rows, minlength=n)
         self._starts = np.cumsum(self._counts) - self._counts
         self._width = int(self._counts.max()) if n else 0
+        self._place = (self.rows, np.arange(self.rows.size) - np.repeat(self._starts, self._counts))  # padded cell
 
     def _boost(self, weight: float, rerank_weight: float) -> np.ndarray:
         return np.float32(weight) * self.vote + np.float32(rerank_weight) * self.rerank
@@ -188,11 +189,10 @@ class Fusion:
         """Ranks along the rows of a [queries, widest query] matrix: the faster way while the
         queries are about as wide as each other."""
         k = ids.shape[1]
-        place = (self.rows, np.arange(self.rows.size) - np.repeat(self._starts, self._counts))
         padded = np.full((self.n, self._width), -np.inf, np.float32)
-        padded[place] = score
+        padded[self._place] = score
         label = np.full((self.n, self._width), -1, np.int32)
-        label[place] = self.ids
+        label[self._place] = self.ids
         order = np.argsort(-padded, axis=1, kind="stable")[:, :k]  # stable: ties keep the candidates' order
         width = order.shape[1]
         ids[:, :width] = np.take_along_axis(label, order, axis=1)

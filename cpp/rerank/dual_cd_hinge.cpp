@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/parallel.h"
+#include "common/rng.h"
 #include "rerank/hashed_weights.h"
 
 namespace slide {
@@ -16,7 +17,7 @@ namespace {
 // One thread's scratch for one label at a time. The label's weights are gathered from the table
 // into a dense vector over the features its points use, solved there, and the change written
 // back: solving against the table itself missed the cache on every feature of every step (debian-
-// deps, 2 threads: 7.4 s 2.2 s gathered; liblinear through scikit-learn, 14.7 s).
+// deps, 2 threads: 7.4 s against 2.2 s gathered; liblinear through scikit-learn, 14.7 s).
 struct Local {
   std::vector<float> alpha, diagonal, weights, start;
   std::vector<std::int64_t> order;
@@ -24,13 +25,6 @@ struct Local {
   std::vector<std::int32_t> local;             // per nonzero of the label's points: its feature's index
   std::vector<std::int64_t> offsets;           // each point's first nonzero in `local`
 };
-
-inline std::uint64_t next(std::uint64_t& state) {  // splitmix64
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 void gather(const CsrFloat& x, const LabelPoints& points, std::int32_t label, const RerankerWeights& w, Local& l) {
   const std::int64_t begin = points.indptr[label], n = points.indptr[label + 1] - begin, mask = w.size - 1;
@@ -86,11 +80,11 @@ void train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t labe
     for (std::int64_t j = x.indptr[row]; j < x.indptr[row + 1]; ++j) norm += x.data[j] * x.data[j];
     l.diagonal[static_cast<std::size_t>(i)] = norm + half_inverse_c;
   }
-  std::uint64_t state = s.seed ^ (static_cast<std::uint64_t>(label) * 0xD1B54A32D192ED03ull);
+  Rng rng(s.seed ^ (static_cast<std::uint64_t>(label) * 0xD1B54A32D192ED03ull));
   for (int iteration = 0; iteration < s.max_iterations; ++iteration) {
     for (std::int64_t i = n - 1; i > 0; --i)
       std::swap(l.order[static_cast<std::size_t>(i)],
-                l.order[static_cast<std::size_t>(next(state) % static_cast<std::uint64_t>(i + 1))]);
+                l.order[static_cast<std::size_t>(rng.next() % static_cast<std::uint64_t>(i + 1))]);
     float highest = -std::numeric_limits<float>::infinity(), lowest = std::numeric_limits<float>::infinity();
     for (const std::int64_t i : l.order) {
       const std::int64_t row = points.rows[begin + i];
