@@ -121,10 +121,23 @@ def test_the_batch_shared_active_set_matches_the_reference(inp, max_candidates, 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32) | st.sampled_from([0.0, 1.0, -1.0]),
-                max_size=40),
+                max_size=200),
        st.integers(1, 50))
 def test_top_k_matches_sorting(scores, k):
+    # Up to 200 scores for k down to 1: the buffer of 2k fills and is cut back to k many times.
     ids, values = T.top_k(scores, k)
     best = sorted(range(len(scores)), key=lambda i: (-np.float32(scores[i]), i))[:k]
     assert ids[:len(best)] == best and all(i == -1 for i in ids[len(best):])
     np.testing.assert_array_equal(values[:len(best)], np.float32(scores)[best] if best else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32) | st.just(float("nan")), max_size=60),
+       st.integers(1, 20))
+def test_top_k_ranks_nan_below_every_number(scores, k):
+    ids, values = T.top_k(scores, k)
+    numbers = [i for i in range(len(scores)) if not np.isnan(scores[i])]
+    best = sorted(numbers, key=lambda i: (-np.float32(scores[i]), i))[:k]
+    assert ids[:len(best)] == best
+    rest = [i for i in ids[len(best):] if i != -1]  # NaNs fill the places no number took
+    assert all(np.isnan(scores[i]) for i in rest) and len(set(rest)) == len(rest)
