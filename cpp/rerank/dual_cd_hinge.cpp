@@ -63,8 +63,10 @@ void scatter(std::int32_t label, const RerankerWeights& w, Local& l) {
   }
 }
 
-void train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t label, const RerankerWeights& w,
-                 const DualCdSettings& s, Local& l) {
+// Solves one label and returns its squared hinge loss summed over its points, scored with the
+// weights it solved for (labels that share a slot with it may move the table's copy afterwards).
+double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t label, const RerankerWeights& w,
+                   const DualCdSettings& s, Local& l) {
   const std::int64_t begin = points.indptr[label], n = points.indptr[label + 1] - begin;
   const float half_inverse_c = 0.5f / s.c;  // the squared hinge's diagonal term, D_ii = 1 / (2C)
   gather(x, points, label, w, l);
@@ -81,12 +83,19 @@ void train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t labe
     l.diagonal[static_cast<std::size_t>(i)] = norm + half_inverse_c;
   }
   Rng rng(s.seed ^ (static_cast<std::uint64_t>(label) * 0xD1B54A32D192ED03ull));
+  // liblinear's shrinking: a point at alpha = 0 whose gradient exceeds the last pass's largest
+  // projected gradient leaves the passes (it would stay at 0); once the rest have converged,
+  // every point comes back for a pass that checks the whole problem. Most of a label's points are
+  // shortlisted negatives the weights already score far below -1.
+  std::int64_t active = n;
+  float shrink_above = std::numeric_limits<float>::infinity();
   for (int iteration = 0; iteration < s.max_iterations; ++iteration) {
-    for (std::int64_t i = n - 1; i > 0; --i)
+    for (std::int64_t i = active - 1; i > 0; --i)
       std::swap(l.order[static_cast<std::size_t>(i)],
                 l.order[static_cast<std::size_t>(rng.next() % static_cast<std::uint64_t>(i + 1))]);
     float highest = -std::numeric_limits<float>::infinity(), lowest = std::numeric_limits<float>::infinity();
-    for (const std::int64_t i : l.order) {
+    for (std::int64_t at_order = 0; at_order < active; ++at_order) {
+      const std::int64_t i = l.order[static_cast<std::size_t>(at_order)];
       const std::int64_t row = points.rows[begin + i];
       const float* values = x.data + x.indptr[row];
       const std::int32_t* at = l.local.data() + l.offsets[static_cast<std::size_t>(i)];
@@ -96,7 +105,16 @@ void train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t labe
       const float y = points.positive[begin + i] ? 1.0f : -1.0f;
       float& alpha = l.alpha[static_cast<std::size_t>(i)];
       const float gradient = y * score - 1.0f + half_inverse_c * alpha;
-      const float projected = alpha > 0.0f ? gradient : std::min(gradient, 0.0f);  // alpha >= 0
+      float projected = gradient;
+      if (alpha == 0.0f) {  // alpha >= 0
+        if (gradient > shrink_above) {
+          --active;
+          std::swap(l.order[static_cast<std::size_t>(at_order)], l.order[static_cast<std::size_t>(active)]);
+          --at_order;
+          continue;
+        }
+        projected = std::min(gradient, 0.0f);
+      }
       highest = std::max(highest, projected);
       lowest = std::min(lowest, projected);
       if (std::fabs(projected) <= 1e-12f) continue;
@@ -106,33 +124,45 @@ void train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t labe
       bias += step;
       alpha = updated;
     }
-    if (highest - lowest <= s.tolerance) break;
+    if (highest - lowest <= s.tolerance) {
+      if (active == n) break;
+      active = n;  // converged without the shrunk points: check them all again
+      shrink_above = std::numeric_limits<float>::infinity();
+      continue;
+    }
+    shrink_above = highest > 0.0f ? highest : std::numeric_limits<float>::infinity();
+  }
+  double loss = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t row = points.rows[begin + i];
+    const float* values = x.data + x.indptr[row];
+    const std::int32_t* at = l.local.data() + l.offsets[static_cast<std::size_t>(i)];
+    float score = bias;
+    for (std::int64_t j = 0; j < x.indptr[row + 1] - x.indptr[row]; ++j)
+      score += values[j] * l.weights[static_cast<std::size_t>(at[j])];
+    const double margin = std::max(0.0f, 1.0f - (points.positive[begin + i] ? score : -score));
+    loss += margin * margin;
   }
   scatter(label, w, l);
   w.bias[2 * label] += bias - start_bias;
+  return loss;
 }
 
 }  // namespace
 
 double reranker_dual_cd(const CsrFloat& x, const LabelPoints& points, const RerankerWeights& w,
                         const DualCdSettings& settings, int threads) {
+  // Each label's loss from its own gathered weights: scoring every (point, label) pair through
+  // the hashed table afterwards missed the cache on every feature (1.1 s of debian-deps' 4.9 M pairs).
+  std::vector<double> loss(static_cast<std::size_t>(w.labels), 0.0);
   parallel_for(
       threads, w.labels, 16, [] { return Local{}; },
       [&](Local& local, std::int64_t label) {
         if (points.indptr[label + 1] > points.indptr[label])
-          train_label(x, points, static_cast<std::int32_t>(label), w, settings, local);
+          loss[static_cast<std::size_t>(label)] =
+              train_label(x, points, static_cast<std::int32_t>(label), w, settings, local);
       });
   const std::int64_t total = points.indptr[w.labels];
-  std::vector<double> loss(static_cast<std::size_t>(w.labels), 0.0);
-  parallel_for(threads, w.labels, [&](std::int64_t label) {
-    double sum = 0.0;
-    for (std::int64_t p = points.indptr[label]; p < points.indptr[label + 1]; ++p) {
-      const float y = points.positive[p] ? 1.0f : -1.0f;
-      const double margin = std::max(0.0f, 1.0f - y * score_of(x, points.rows[p], static_cast<std::int32_t>(label), w));
-      sum += margin * margin;
-    }
-    loss[static_cast<std::size_t>(label)] = sum;
-  });
   return total ? std::accumulate(loss.begin(), loss.end(), 0.0) / static_cast<double>(total) : 0.0;
 }
 

@@ -29,7 +29,8 @@ struct DualCdSettings {
 
 // Trains every label with points (the weights start where they are; the table's Adagrad sums are
 // left alone), labels spread over `threads`; labels whose weights share a slot race on it, as the
-// Adagrad epochs do. Returns the mean squared hinge loss over the points afterwards.
+// Adagrad epochs do. Returns the mean squared hinge loss over the points, each label's scored with
+// the weights it solved for.
 double reranker_dual_cd(const CsrFloat& x, const LabelPoints& points, const RerankerWeights& w,
                         const DualCdSettings& settings, int threads);
 

@@ -43,12 +43,15 @@ def test_each_label_is_liblinears_squared_hinge_on_its_points():
     assert 0.0 < loss < 1.0
     assert not r.slots[:, 1].any() and not r.bias[:, 1].any()  # Adagrad's sums are left alone
     indptr, rows, positive = label_points(candidates, Y, Y.shape[1])
+    want_loss = 0.0
     for label in range(Y.shape[1]):
         mine, y = rows[indptr[label]:indptr[label + 1]], positive[indptr[label]:indptr[label + 1]]
         assert 0 < y.sum() < len(y)
         oracle = svm.LinearSVC(C=1.0, tol=1e-10, max_iter=100_000).fit(X[mine].astype(np.float64), y)
         got = r.scores(X, mine, np.full(len(mine), label, np.int32))
         np.testing.assert_allclose(got, oracle.decision_function(X[mine].astype(np.float64)), atol=1e-4)
+        want_loss += (np.maximum(0.0, 1.0 - np.where(y > 0, got, -got)) ** 2).sum()
+    assert loss == pytest.approx(want_loss / len(rows), rel=1e-4)  # the mean over every (point, label)
 
 
 def test_the_solver_continues_from_the_weights_it_finds_and_is_seeded():
