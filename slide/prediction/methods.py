@@ -81,8 +81,8 @@ class FusedPrediction:
     def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
         each point's shortlist is the network's top ``rerank`` labels and its own. With X, Y in
-        memory in one process, each label's squared hinge over the points that shortlist it is
-        solved (`ShortlistReranker.fit_hinge`; `epochs` unused) and the list holds its one mean
+        memory in one process, each label's squared hinge over the points that shortlist it
+        (among their top 4 x ``rerank``, `slide.reranker.HINGE_SHORTLIST_FACTOR`) is solved (`ShortlistReranker.fit_hinge`; `epochs` unused) and the list holds its one mean
         loss. X may be a `slide.datasets.Stream` (Y omitted), read shard by shard for `epochs`
         Adagrad passes. `fit` calls it after the network's last epoch when ``rerank`` > 0.
         Returns each epoch's mean loss.

@@ -1,6 +1,6 @@
 """Training a network's shortlist re-ranker (`slide.reranker`): each training point is re-ranked
 on the network's top ``rerank`` labels and its own. From points in memory (each label's squared
-hinge solved over all of its points), or, by Adagrad passes, from a shard folder
+hinge solved over all of its points, on shortlists HINGE_SHORTLIST_FACTOR times as wide), or, by Adagrad passes, from a shard folder
 (`slide.datasets.Stream`) read shard by shard as streamed training reads it, so data larger than
 memory gets a re-ranker too, and over MPI ranks.
 
@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._inputs import as_features, as_labels
 from ..datasets.stream import Stream
-from ..reranker import ShortlistReranker
+from ..reranker import HINGE_SHORTLIST_FACTOR, ShortlistReranker
 
 
 def shortlists(net: Any, X: sp.csr_matrix, width: int) -> np.ndarray:
@@ -37,15 +37,17 @@ def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> 
 
 def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int
                          ) -> tuple[ShortlistReranker, list[float]]:
-    """In one process: each label's squared hinge over its points, solved by dual coordinate
+    """In one process: each label's squared hinge over its points (the rows whose top
+    HINGE_SHORTLIST_FACTOR x `rerank` labels or own labels hold it), solved by dual coordinate
     descent (`ShortlistReranker.fit_hinge`; `epochs` unused), returning its loss. Under MPI, from
     each rank's own points (X, Y: this rank's share): `epochs` Adagrad passes whose changes all
     ranks add up, since no rank holds a label's every point."""
     width = min(net.rerank, net.output_dim)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, width)
-    candidates = shortlists(net, X, width)  # collective under MPI: the whole layer's top labels
-    if net.comm is None:  # every point at hand: each label's squared hinge, solved
+    if net.comm is None:  # every point at hand: each label's squared hinge, solved on wider lists
+        candidates = shortlists(net, X, min(HINGE_SHORTLIST_FACTOR * width, net.output_dim))
         return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
+    candidates = shortlists(net, X, width)  # collective under MPI: the whole layer's top labels
     return reranker, _fit_over_ranks(net, reranker, X, Y, candidates, epochs)
 
 

@@ -11,7 +11,8 @@ import slide
 from slide._core import reranker_dual_cd
 from slide.datasets import make_train_test
 from slide.datasets.synthetic import unit_rows
-from slide.reranker import ShortlistReranker, label_points
+from slide.prediction.reranker_training import shortlists
+from slide.reranker import HINGE_SHORTLIST_FACTOR, ShortlistReranker, label_points
 
 
 def _problem(seed=0, n=240, features=40, labels=6, width=3):
@@ -73,6 +74,14 @@ def test_a_network_trains_its_reranker_by_the_hinge_in_one_process():
     losses = net.fit_reranker(train.X, train.Y)
     assert len(losses) == 1 and losses[0] > 0  # one solve, not epochs
     assert net.reranker.slots[:, 0].any() and not net.reranker.slots[:, 1].any()
+    # The labels trained (a bias moved) are those in some point's top 4 x rerank or own labels;
+    # prediction still re-scores the top rerank.
+    def listed(width):
+        return set(shortlists(net, train.X, width).ravel()) | set(train.Y.indices)
+    wide = listed(HINGE_SHORTLIST_FACTOR * 10)
+    assert wide > listed(10)
+    assert set(np.flatnonzero(net.reranker.bias[:, 0])) == wide - {-1}
+    assert net.reranker.shortlist == 10
 
 
 def test_bad_arrays_are_refused_with_what_is_wrong():
