@@ -52,6 +52,28 @@ void gather(const CsrFloat& x, const LabelPoints& points, std::int32_t label, co
   l.start = l.weights;
 }
 
+// The label's score of its i-th point, through the gathered weights.
+float score_of_point(const CsrFloat& x, const LabelPoints& points, std::int64_t begin, std::int64_t i, float bias,
+                     const Local& l) {
+  const std::int64_t row = points.rows[begin + i];
+  const float* values = x.data + x.indptr[row];
+  const std::int32_t* at = l.local.data() + l.offsets[static_cast<std::size_t>(i)];
+  float score = bias;
+  for (std::int64_t j = 0, nnz = x.indptr[row + 1] - x.indptr[row]; j < nnz; ++j)
+    score += values[j] * l.weights[static_cast<std::size_t>(at[j])];
+  return score;
+}
+
+// weights += step x the label's i-th point.
+void add_point(const CsrFloat& x, const LabelPoints& points, std::int64_t begin, std::int64_t i, float step,
+               Local& l) {
+  const std::int64_t row = points.rows[begin + i];
+  const float* values = x.data + x.indptr[row];
+  const std::int32_t* at = l.local.data() + l.offsets[static_cast<std::size_t>(i)];
+  for (std::int64_t j = 0, nnz = x.indptr[row + 1] - x.indptr[row]; j < nnz; ++j)
+    l.weights[static_cast<std::size_t>(at[j])] += step * values[j];
+}
+
 // Writes the change to the label's weights back into the table (slots it shares with another
 // label keep that label's part) and clears `place` for the next label.
 void scatter(std::int32_t label, const RerankerWeights& w, Local& l) {
@@ -96,12 +118,7 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
     float highest = -std::numeric_limits<float>::infinity(), lowest = std::numeric_limits<float>::infinity();
     for (std::int64_t at_order = 0; at_order < active; ++at_order) {
       const std::int64_t i = l.order[static_cast<std::size_t>(at_order)];
-      const std::int64_t row = points.rows[begin + i];
-      const float* values = x.data + x.indptr[row];
-      const std::int32_t* at = l.local.data() + l.offsets[static_cast<std::size_t>(i)];
-      const std::int64_t nnz = x.indptr[row + 1] - x.indptr[row];
-      float score = bias;
-      for (std::int64_t j = 0; j < nnz; ++j) score += values[j] * l.weights[static_cast<std::size_t>(at[j])];
+      const float score = score_of_point(x, points, begin, i, bias, l);
       const float y = points.positive[begin + i] ? 1.0f : -1.0f;
       float& alpha = l.alpha[static_cast<std::size_t>(i)];
       const float gradient = y * score - 1.0f + half_inverse_c * alpha;
@@ -120,7 +137,7 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
       if (std::fabs(projected) <= 1e-12f) continue;
       const float updated = std::max(alpha - gradient / l.diagonal[static_cast<std::size_t>(i)], 0.0f);
       const float step = (updated - alpha) * y;
-      for (std::int64_t j = 0; j < nnz; ++j) l.weights[static_cast<std::size_t>(at[j])] += step * values[j];
+      add_point(x, points, begin, i, step, l);
       bias += step;
       alpha = updated;
     }
@@ -134,12 +151,7 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
   }
   double loss = 0.0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t row = points.rows[begin + i];
-    const float* values = x.data + x.indptr[row];
-    const std::int32_t* at = l.local.data() + l.offsets[static_cast<std::size_t>(i)];
-    float score = bias;
-    for (std::int64_t j = 0; j < x.indptr[row + 1] - x.indptr[row]; ++j)
-      score += values[j] * l.weights[static_cast<std::size_t>(at[j])];
+    const float score = score_of_point(x, points, begin, i, bias, l);
     const double margin = std::max(0.0f, 1.0f - (points.positive[begin + i] ? score : -score));
     loss += margin * margin;
   }
