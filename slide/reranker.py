@@ -8,11 +8,12 @@ cheap: only for the labels the network already shortlists. Its weights live in o
 (the hashing trick for many tasks, Weinberger et al. 2009: slot and sign hashed from (label,
 feature)), so its memory is fixed (4 bytes x 2^bits) whatever the number of labels; and it is
 trained after the network, on each training point's shortlist (the network's top `shortlist`
-labels, or HINGE_SHORTLIST_FACTOR times as many for the squared hinge, and the point's own). With every point in memory (`fit_hinge`) each label's classifier is
-the L2-regularised squared hinge over the points that shortlist it, solved by dual coordinate
-descent as omikuji's leaves are (cpp/rerank/dual_cd_hinge.cpp); from a stream's shards or over
-MPI ranks, which never hold a label's every point at once, by passes of Adagrad on the logistic
-loss (`fit`, `train_pass`; cpp/rerank/shortlist_reranker.cpp).
+labels, or HINGE_SHORTLIST_FACTOR times as many for the squared hinge, and the point's own).
+With every point in memory (`fit_hinge`) each label's classifier is the L2-regularised squared
+hinge over the points that shortlist it, solved by dual coordinate descent as omikuji's leaves
+are (cpp/rerank/dual_cd_hinge.cpp); from a stream's shards or over MPI ranks, which never hold a
+label's every point at once, by passes of Adagrad on the logistic loss (`fit`, `train_pass`;
+cpp/rerank/shortlist_reranker.cpp).
 
 Prediction scores logit + weight x re-ranker score over the network's top `shortlist` labels (and
 the voted labels, when the neighbours vote); the weight is picked on validation data, like the

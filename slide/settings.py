@@ -150,8 +150,9 @@ NETWORK = _table(
     Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "
             "with validation data, training picks it from 0 to 1,024", 0, 1e6, flag="--neighbour-weight", default=4.0),
     Setting("rerank", "int", "N: after the network, per-label linear classifiers over the input features (hashed, "
-            "64 MiB) are trained on each point's N best labels (4N with the points in memory in one process) and "
-            "its own, and re-score each prediction's N best (slide.reranker); 0: off", 0, 1000, flag="--rerank", default=0),
+            "64 MiB) are trained on each point's N best labels (slide.reranker.HINGE_SHORTLIST_FACTOR x N with the "
+            "points in memory in one process) and its own, and re-score each prediction's N best (slide.reranker); 0: off", 0, 1000, flag="--rerank",
+            default=0),
     Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
             "score; with validation data, training picks it from 0 to 8", 0, 1e6, flag="--rerank-weight",
             default=1.0),

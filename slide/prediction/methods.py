@@ -16,7 +16,7 @@ from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory
 from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 from .fused import VotedNetwork
-from .reranker_training import reranker_from_memory, reranker_from_stream
+from .reranker_training import HINGE, reranker_from_memory, reranker_from_stream, training_lists
 
 log = logging.getLogger("slide")
 
@@ -81,8 +81,9 @@ class FusedPrediction:
     def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
         each point's shortlist is the network's top ``rerank`` labels and its own. With X, Y in
-        memory in one process, each label's squared hinge over the points that shortlist it
-        (among their top 4 x ``rerank``, `slide.reranker.HINGE_SHORTLIST_FACTOR`) is solved (`ShortlistReranker.fit_hinge`; `epochs` unused) and the list holds its one mean
+        memory in one process, each label's squared hinge over the points that shortlist it is
+        solved (`ShortlistReranker.fit_hinge`; `epochs` unused), on lists
+        `slide.reranker.HINGE_SHORTLIST_FACTOR` times as wide, and the list holds its one mean
         loss. X may be a `slide.datasets.Stream` (Y omitted), read shard by shard for `epochs`
         Adagrad passes. `fit` calls it after the network's last epoch when ``rerank`` > 0.
         Returns each epoch's mean loss.
@@ -110,10 +111,10 @@ class FusedPrediction:
             points = X.shape[0]
         if self.comm is not None:
             points = int(self.comm.total(points))
-        how = "each label's squared hinge solved" if self.comm is None and not isinstance(X, Stream) \
-            else f"{epochs} Adagrad epochs"
-        log.info("re-ranker: %s on %d points' shortlists of %d in %.1fs, losses %s", how, points,
-                 self.reranker.shortlist, time.perf_counter() - t0, losses)
+        solver, listed = training_lists(self, in_memory=not isinstance(X, Stream))
+        log.info("re-ranker: %s on %d points' lists of %d (re-scoring %d) in %.1fs, losses %s",
+                 solver if solver == HINGE else f"{epochs} {solver}", points, listed, self.reranker.shortlist,
+                 time.perf_counter() - t0, losses)
         return losses
 
     def _can_vote(self: Any) -> bool:

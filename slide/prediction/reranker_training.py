@@ -1,8 +1,8 @@
 """Training a network's shortlist re-ranker (`slide.reranker`): each training point is re-ranked
 on the network's top ``rerank`` labels and its own. From points in memory (each label's squared
-hinge solved over all of its points, on shortlists HINGE_SHORTLIST_FACTOR times as wide), or, by Adagrad passes, from a shard folder
-(`slide.datasets.Stream`) read shard by shard as streamed training reads it, so data larger than
-memory gets a re-ranker too, and over MPI ranks.
+hinge solved over all of its points, on lists HINGE_SHORTLIST_FACTOR times as wide), or, by
+Adagrad passes, from a shard folder (`slide.datasets.Stream`) read shard by shard as streamed
+training reads it, so data larger than memory gets a re-ranker too, and over MPI ranks.
 
 A stream's shortlists are computed on a shard's first visit and kept for the later epochs (4 bytes
 x ``rerank`` per training point: 100 bytes a point at the default 25, far less than its features),
@@ -35,6 +35,20 @@ def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> 
     return listed + int(outside.sum())
 
 
+HINGE, ADAGRAD = "each label's squared hinge solved", "Adagrad epochs"
+
+
+def training_lists(net: Any, in_memory: bool) -> tuple[str, int]:
+    """(how the re-ranker trains, how many of the network's best labels each training point's list
+    holds): with every point in memory in one process, the squared hinge on lists
+    HINGE_SHORTLIST_FACTOR times as wide as prediction's; from a stream or over MPI ranks, Adagrad
+    on prediction's width."""
+    width = min(net.rerank, net.output_dim)
+    if in_memory and net.comm is None:
+        return HINGE, min(HINGE_SHORTLIST_FACTOR * width, net.output_dim)
+    return ADAGRAD, width
+
+
 def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int
                          ) -> tuple[ShortlistReranker, list[float]]:
     """In one process: each label's squared hinge over its points (the rows whose top
@@ -42,12 +56,11 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: i
     descent (`ShortlistReranker.fit_hinge`; `epochs` unused), returning its loss. Under MPI, from
     each rank's own points (X, Y: this rank's share): `epochs` Adagrad passes whose changes all
     ranks add up, since no rank holds a label's every point."""
-    width = min(net.rerank, net.output_dim)
-    reranker = ShortlistReranker(net.input_dim, net.output_dim, width)
-    if net.comm is None:  # every point at hand: each label's squared hinge, solved on wider lists
-        candidates = shortlists(net, X, min(HINGE_SHORTLIST_FACTOR * width, net.output_dim))
+    reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim))
+    solver, listed = training_lists(net, in_memory=True)
+    candidates = shortlists(net, X, listed)  # collective under MPI: the whole layer's top labels
+    if solver == HINGE:
         return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
-    candidates = shortlists(net, X, width)  # collective under MPI: the whole layer's top labels
     return reranker, _fit_over_ranks(net, reranker, X, Y, candidates, epochs)
 
 
