@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._core import reranker_dual_cd, reranker_epoch, reranker_scores
+from ._core import reranker_dual_cd, reranker_epoch, reranker_label_points, reranker_scores
 from .datasets.synthetic import unit_rows
 
 BITS = 24  # 2^24 slots (64 MiB): on debian-deps 2^26 scored within 0.001 P@1 of it
@@ -130,16 +130,10 @@ class ShortlistReranker:
 def label_points(candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indptr [labels + 1], rows, positive): each label's training points, the rows whose
     shortlist (their row of `candidates`, -1 for none, and their labels in Y) holds it, in row
-    order, with 1 where the row has the label."""
-    Y = sp.csr_matrix(Y, dtype=np.float32)
-    Y.sum_duplicates()
-    n, width = candidates.shape
-    listed = np.asarray(candidates).ravel()
-    keep = listed >= 0
-    row_of = np.repeat(np.arange(n, dtype=np.int64), width)[keep]
-    own = np.repeat(np.arange(n, dtype=np.int64), np.diff(Y.indptr))
-    pairs = sp.csr_matrix((np.concatenate([np.zeros(int(keep.sum()), np.float32), np.ones(own.size, np.float32)]),
-                           (np.concatenate([listed[keep], Y.indices]).astype(np.int64), np.concatenate([row_of, own]))),
-                          shape=(n_labels, n))
-    pairs.sum_duplicates()  # a label both shortlisted and the row's own: one point, positive
-    return pairs.indptr.astype(np.int64), pairs.indices.astype(np.int64), (pairs.data > 0).astype(np.uint8)
+    order, with 1 where the row has the label (cpp/rerank/label_points.h)."""
+    Y = sp.csr_matrix(Y)
+    if not Y.has_canonical_format:
+        Y = Y.copy()
+        Y.sum_duplicates()
+    return reranker_label_points(np.ascontiguousarray(candidates, dtype=np.int32), Y.indptr.astype(np.int64),
+                                 Y.indices.astype(np.int32), int(n_labels))

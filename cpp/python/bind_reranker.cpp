@@ -7,6 +7,7 @@
 #include "python/bindings.h"
 #include "python/csr_arrays.h"
 #include "rerank/dual_cd_hinge.h"
+#include "rerank/label_points.h"
 #include "rerank/shortlist_reranker.h"
 
 namespace slide::python {
@@ -121,6 +122,32 @@ void bind_reranker(py::module_& m) {
       py::arg("rows"), py::arg("positive"), py::arg("slots"), py::arg("bias"), py::arg("c"),
       py::arg("max_iterations"), py::arg("tolerance"), py::arg("seed"), py::arg("threads"),
       "Each label's squared hinge over its points by dual coordinate descent; the mean loss afterwards.");
+  m.def(
+      "reranker_label_points",
+      [](const CandidateArray& candidates, const IndptrArray& y_indptr, const IndexArray& y_indices,
+         std::int64_t labels) {
+        SLIDE_REQUIRE(labels >= 1, "labels must be at least 1, got " << labels);
+        const CsrIds y = labels_view(y_indptr, y_indices, labels, nullptr);
+        SLIDE_REQUIRE(candidates.ndim() == 2 && candidates.shape(0) == y.rows,
+                      "candidates must be 2-D with one row per row of y (" << y.rows << ")");
+        check_labels(candidates.data(), candidates.size(), labels, true);
+        const Shortlists lists{candidates.data(), static_cast<int>(candidates.shape(1)), &y};
+        py::array_t<std::int64_t> indptr(labels + 1);
+        std::int64_t* offsets = indptr.mutable_data();
+        {
+          py::gil_scoped_release release;
+          count_label_points(lists, labels, offsets);
+        }
+        py::array_t<std::int64_t> rows(offsets[labels]);
+        py::array_t<std::uint8_t> positive(offsets[labels]);
+        {
+          py::gil_scoped_release release;
+          fill_label_points(lists, labels, offsets, rows.mutable_data(), positive.mutable_data());
+        }
+        return py::make_tuple(indptr, rows, positive);
+      },
+      py::arg("candidates"), py::arg("y_indptr"), py::arg("y_indices"), py::arg("labels"),
+      "(indptr, rows, positive): each label's rows (those whose candidates or labels hold it), ascending.");
 }
 
 }  // namespace slide::python

@@ -36,6 +36,53 @@ def test_label_points_are_the_rows_that_shortlist_or_own_the_label():
     assert per_label == [([1], [0]), ([0, 2], [1, 0]), ([0, 1, 2], [0, 1, 0])]
 
 
+def _label_points_by_scipy(candidates, Y, n_labels):
+    """The oracle: every (label, row) pair of the shortlists and of Y through SciPy's COO -> CSR,
+    duplicates summed (a label both listed and owned, or listed twice, is one point)."""
+    Y = sp.csr_matrix(Y)
+    n, width = candidates.shape
+    keep = candidates.ravel() >= 0
+    listed_rows = np.repeat(np.arange(n), width)[keep]
+    own_rows = np.repeat(np.arange(n), np.diff(Y.indptr))
+    pairs = sp.csr_matrix((np.concatenate([np.zeros(keep.sum()), np.ones(own_rows.size)]),
+                           (np.concatenate([candidates.ravel()[keep], Y.indices]), np.concatenate([listed_rows, own_rows]))),
+                          shape=(n_labels, n))
+    pairs.sum_duplicates()
+    return pairs.indptr, pairs.indices, (pairs.data > 0).astype(np.uint8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_label_points_match_scipys_pairs_with_repeats_and_empty_slots(seed):
+    rng = np.random.default_rng(seed)
+    n, labels, width = 300, 50, 7
+    candidates = rng.integers(-1, labels, size=(n, width)).astype(np.int32)  # repeats and -1 included
+    Y = sp.random(n, labels, density=0.05, format="csr", random_state=seed)
+    Y.data[::7] = 0.0  # an explicit zero is still a label the row has
+    for got, want in zip(label_points(candidates, Y, labels), _label_points_by_scipy(candidates, Y, labels)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_label_points_leave_the_callers_labels_untouched_and_read_unsorted_ones():
+    candidates = np.array([[3, -1], [0, 2]], np.int32)
+    Y = sp.csr_matrix((np.ones(3, np.float32), np.array([2, 0, 1]), np.array([0, 2, 3])), shape=(2, 4))
+    assert not Y.has_sorted_indices
+    indptr, rows, positive = label_points(candidates, Y, 4)
+    assert Y.indices.tolist() == [2, 0, 1]
+    assert rows.tolist() == [0, 1, 1, 0, 1, 0] and positive.tolist() == [1, 0, 1, 1, 0, 0]
+    assert indptr.tolist() == [0, 2, 3, 5, 6]
+
+
+@pytest.mark.parametrize("candidates, labels, message", [
+    (np.array([[0, 4]], np.int32), 4, "label id 4 lies outside"),
+    (np.array([[0, -2]], np.int32), 4, "label id -2 lies outside"),
+    (np.array([[0], [1]], np.int32), 4, "one row per row of y"),
+])
+def test_label_points_refuse_labels_out_of_range_and_mismatched_rows(candidates, labels, message):
+    Y = sp.csr_matrix(np.array([[1, 0, 0, 0]], np.float32))
+    with pytest.raises(ValueError, match=message):
+        label_points(candidates, Y, labels)
+
+
 def test_each_label_is_liblinears_squared_hinge_on_its_points():
     svm = pytest.importorskip("sklearn.svm")
     X, Y, candidates = _problem()
