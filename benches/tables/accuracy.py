@@ -123,6 +123,22 @@ def reranker_solver(result: dict, name: str = "reranker_solver.json") -> str:
         ["set", "model", "weight", "training s", "P@1", "P@3", "P@5"], rows)
 
 
+def reranker_scale(result: dict, name: str = "reranker_scale.json") -> str:
+    """Each stage of the re-ranker's training at Amazon-670K's shape: seconds and resident memory."""
+    shape, scores = result["shape"], result["test_scores"]
+    rows = [[stage, fixed(s["seconds"], 1), f"{s['rss_before_gib']:.2f} GiB", f"{s['peak_rss_gib']:.2f} GiB",
+             f"+{s['lift_gib']:.2f} GiB"] for stage, s in result["stages"].items()]
+    alone, fused = scores["rerank weight 0"], scores["rerank weight 1"]
+    extra = (f"catalogue data, {shape['train']:,} training and {shape['test']:,} test points, {shape['features']:,} "
+             f"features, {shape['labels']:,} labels; the network trained for one pass over "
+             f"{result['network']['samples_seen']:,} points; {result['label_point_pairs']:,} (label, point) pairs "
+             f"from lists {result['training_list_width']} wide; test P@1 / P@5 {alone['P@1']:.4f} / "
+             f"{alone['P@5']:.4f} for the network alone and {fused['P@1']:.4f} / {fused['P@5']:.4f} with the "
+             f"re-ranker at weight 1; one run")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["stage", "seconds", "RSS at its start", "peak RSS", "lift"], rows)
+
+
 def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
     rows = [[r["run"], f"{r['P@1']:.3f}", f"{r['P@3']:.3f}", f"{r['P@5']:.3f}", f"{r['wall_seconds']:.1f} s",
              f"{r['fusion_seconds']:.1f} s"] for r in result["rows"]]
