@@ -45,13 +45,15 @@ class FusedPrediction:
                             self.reranker if reranks else None)
 
     def fit_fusion(self: Any, X, Y: Optional[LabelsLike] = None, validation: Optional[tuple] = None, *,
-                   monitor: str = "P@1", mode: str = "dense") -> Optional[dict[tuple[float, float], float]]:
+                   monitor: str = "P@1", mode: str = "dense", progress: bool = False
+                   ) -> Optional[dict[tuple[float, float], float]]:
         """What `fit` and `slide train` do after the last epoch: X, Y (the training points in
         memory) become the vote's memory (``neighbours`` > 0) and train the re-ranker (``rerank``
         > 0); with a `validation` pair, the weights that fuse them are picked on it. X may be a
         `slide.datasets.Stream` (Y omitted): it trains the re-ranker shard by shard, and there is
-        no vote (it needs the points in memory). Returns every weight pair's validation score, or
-        None when nothing was tuned."""
+        no vote (it needs the points in memory). `progress` shows the re-ranker's shortlists
+        being scanned. Returns every weight pair's validation score, or None when nothing was
+        tuned."""
         streamed = Y is None and isinstance(X, Stream)
         if self.neighbours and streamed:
             log.info("training points in a stream: no nearest-neighbour vote (it needs them in memory)")
@@ -62,7 +64,7 @@ class FusedPrediction:
         elif self.neighbours:
             self.remember(X, Y)
         if self.rerank:
-            self.fit_reranker(X, Y)
+            self.fit_reranker(X, Y, progress=progress)
         if validation is None or monitor == "loss" or (self.memory is None and self.reranker is None):
             return None
         return self.tune_fusion_weights(*validation, monitor=monitor, mode=mode)
@@ -78,7 +80,8 @@ class FusedPrediction:
         return self
 
     @one_call_at_a_time
-    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS) -> list[float]:
+    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS,
+                     progress: bool = False) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
         each point's shortlist is the network's top ``rerank`` labels and its own. With X, Y in
         memory in one process, each label's squared hinge over the points that shortlist it is
@@ -86,6 +89,7 @@ class FusedPrediction:
         `slide.reranker.HINGE_SHORTLIST_FACTOR` times as wide, and the list holds its one mean
         loss. X may be a `slide.datasets.Stream` (Y omitted), read shard by shard for `epochs`
         Adagrad passes. `fit` calls it after the network's last epoch when ``rerank`` > 0.
+        `progress` shows the scan for the training points' shortlists (in memory, one process).
         Returns each epoch's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
@@ -107,7 +111,8 @@ class FusedPrediction:
             if Y is None:
                 raise ValueError("fit_reranker needs Y, or a slide.datasets.Stream as X")
             X = as_features(X, self.input_dim)
-            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), epochs)
+            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), epochs,
+                                                         progress)
             points = X.shape[0]
         if self.comm is not None:
             points = int(self.comm.total(points))

@@ -17,12 +17,28 @@ import scipy.sparse as sp
 
 from .._inputs import as_features, as_labels
 from ..datasets.stream import Stream
+from ..progress import progress_bar
 from ..reranker import HINGE_SHORTLIST_FACTOR, ShortlistReranker
 
+# Pieces the training shortlists are scanned in under a progress display: each is one call that
+# fingerprints the output layer (0.1 s at 670,091 x 128), so few, but enough to show movement.
+PROGRESS_PIECES = 20
 
-def shortlists(net: Any, X: sp.csr_matrix, width: int) -> np.ndarray:
-    """int32 [rows, width]: each row's `width` best labels by the network alone."""
-    return net.ranks.top_k(net, X, width, True)[0]
+
+def shortlists(net: Any, X: sp.csr_matrix, width: int, progress: bool = False) -> np.ndarray:
+    """int32 [rows, width]: each row's `width` best labels by the network alone. With `progress`
+    in one process, in PROGRESS_PIECES pieces under a progress display: at Amazon-670K's shape the
+    exact scan takes 1 ms a point, minutes for a training set (benches/reranker_scale.py). Under
+    MPI the scan is collective and ranks hold different row counts, so it stays one call."""
+    if not progress or net.comm is not None or X.shape[0] < 2 * PROGRESS_PIECES:
+        return net.ranks.top_k(net, X, width, True)[0]
+    bar = progress_bar(X.shape[0], f"the re-ranker's shortlists (the network's top {width})", True)
+    out = np.empty((X.shape[0], width), np.int32)
+    for rows in np.array_split(np.arange(X.shape[0]), PROGRESS_PIECES):
+        out[rows[0]:rows[-1] + 1] = net.ranks.top_k(net, X[rows[0]:rows[-1] + 1], width, True)[0]
+        bar.update(len(rows))
+    bar.close()
+    return out
 
 
 def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> int:
@@ -49,7 +65,7 @@ def training_lists(net: Any, in_memory: bool) -> tuple[str, int]:
     return ADAGRAD, width
 
 
-def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int
+def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int, progress: bool = False
                          ) -> tuple[ShortlistReranker, list[float]]:
     """In one process: each label's squared hinge over its points (the rows whose top
     HINGE_SHORTLIST_FACTOR x `rerank` labels or own labels hold it), solved by dual coordinate
@@ -58,7 +74,7 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: i
     ranks add up, since no rank holds a label's every point."""
     reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim))
     solver, listed = training_lists(net, in_memory=True)
-    candidates = shortlists(net, X, listed)  # collective under MPI: the whole layer's top labels
+    candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
     if solver == HINGE:
         return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
     return reranker, _fit_over_ranks(net, reranker, X, Y, candidates, epochs)

@@ -20,6 +20,7 @@ from ..datasets.synthetic import Split
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
 from ..plots import plot_progress
+from ..prediction.reranker_training import training_lists
 from ..training.loop import TrainingLoop
 from ..training.position import Position
 from ..training.sources import TrainingSource
@@ -215,7 +216,11 @@ class RunLoop:
         """The vote's memory and the re-ranker from the training points (a Stream trains the
         re-ranker only), fused at the weights that do best on validation."""
         net, val = self.net, self.validation_split
-        net.fit_fusion(*training_points(memory), None if val is None else (val.X, val.Y), monitor=self.s.monitor)
+        announced = _after_training(net, memory)
+        if announced:
+            print(announced, flush=True)
+        net.fit_fusion(*training_points(memory), None if val is None else (val.X, val.Y), monitor=self.s.monitor,
+                       progress=self.s.progress)
         if net.neighbours and net.memory is not None:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:
@@ -239,6 +244,19 @@ class RunLoop:
         if self.pos.wall_seconds >= PLOT_AFTER_SECONDS:
             self._plot()
         return final
+
+
+def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:
+    """The line that says what happens between the last epoch and the test: at Amazon-670K's shape
+    the re-ranker's training alone takes minutes (benches/reranker_scale.py)."""
+    streamed, steps = isinstance(memory, Stream), []
+    if net.neighbours and not streamed:
+        steps.append("keeping the training points for the vote")
+    if net.rerank:
+        solver, listed = training_lists(net, in_memory=not streamed)
+        steps.append(f"training the re-ranker ({solver} on each point's {listed} best labels by the network, "
+                     f"found by an exact scan of its {net.output_dim:,} outputs)")
+    return "after the last epoch: " + "; ".join(steps) if steps else None
 
 
 def _costs(pos: Position) -> dict:

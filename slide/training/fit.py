@@ -59,7 +59,7 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     if kept and validation.tracker.best_at != len(history.epochs):
         restore(net, kept["parameters"])
         history.restored_best = True
-    _remember(net, X if data is None else data, val, monitor, validation_mode, history)
+    _remember(net, X if data is None else data, val, monitor, validation_mode, history, progress)
     hooks.call("on_train_end", net, history)
     return history
 
@@ -151,7 +151,7 @@ def _epoch_metrics(epoch: int, loop: TrainingLoop) -> dict[str, Any]:
 
 
 def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validation_mode: str,
-              history: History) -> None:
+              history: History, progress: bool = False) -> None:
     """With `neighbours`, the training points become the vote's memory; with `rerank`, they train
     the re-ranker (`data` in memory, or a Stream read shard by shard; under MPI each rank's share,
     and no vote); the weights that fuse them with the network are picked on validation data."""
@@ -163,7 +163,8 @@ def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validatio
                  "fit_reranker() with the points")
         return
     t0 = time.perf_counter()
-    scores = net.fit_fusion(*training_points(data), val, monitor=monitor, mode=validation_mode)
+    scores = net.fit_fusion(*training_points(data), val, monitor=monitor, mode=validation_mode,
+                            progress=progress and net.ranks.speaks)
     history.fusion_seconds = time.perf_counter() - t0
     if scores is not None and net.neighbours and net.memory is not None:  # each vote weight's score at the
         chosen = net.rerank_weight if net.reranker is not None else 0.0  # re-ranker's chosen weight

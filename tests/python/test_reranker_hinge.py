@@ -131,6 +131,18 @@ def test_a_network_trains_its_reranker_by_the_hinge_in_one_process():
     assert net.reranker.shortlist == 10
 
 
+def test_shortlists_scanned_in_pieces_under_a_progress_display_are_the_same(capsys):
+    train, _ = make_train_test(300, 10, 300, 600, seed=4, avg_nnz=12, avg_labels=2)
+    net = slide.Network(300, 600, hidden=(16,), mode="batch", threads=2, seed=0)
+    net.fit(train.X, train.Y, epochs=1, batch_size=64, progress=False)
+    whole = shortlists(net, train.X, 40)
+    capsys.readouterr()
+    np.testing.assert_array_equal(shortlists(net, train.X, 40, progress=True), whole)
+    shown = capsys.readouterr().err  # not a terminal: whole lines, every tenth of the rows
+    assert "the re-ranker's shortlists (the network's top 40): 100% (300/300 samples" in shown
+    assert shown.count("\n") >= 5
+
+
 def test_bad_arrays_are_refused_with_what_is_wrong():
     X, Y, candidates = _problem(n=20)
     indptr, rows, positive = label_points(candidates, Y, Y.shape[1])
