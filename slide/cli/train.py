@@ -178,9 +178,9 @@ def _started(args: argparse.Namespace, hold: contextlib.ExitStack):
 
 def _time_report(final: dict) -> str:
     """Where the run's time went: training, and what it spent besides."""
-    train, ev, ck = final["train_seconds"], final["eval_seconds"], final["checkpoint_seconds"]
-    fusion = final.get("fusion_seconds", 0.0)  # runs resumed from before it was recorded have none
-    end = final["model_seconds"] - fusion
+    train, ev, ck, end = (final["train_seconds"], final["eval_seconds"], final["checkpoint_seconds"],
+                          final["model_seconds"])
+    fusion = final["fusion_seconds"]
     total = train + ev + ck + fusion + end
     share = lambda x: f"{x / total:.0%}" if total > 0 else "-"  # noqa: E731
     after = f"vote and re-ranker {fusion:,.1f}s ({share(fusion)}), " if fusion > 0 else ""

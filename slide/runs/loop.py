@@ -238,9 +238,10 @@ class RunLoop:
         if memory is not None and (net.neighbours or net.rerank):
             self._fit_fusion(memory, extra)
         extra["fusion_seconds"] = round(time.perf_counter() - t0, 3)
+        t1 = time.perf_counter()
         final = self._evaluate("final", _subsample(self.test, s.final_eval_samples, seed=2), {**extra, **_costs(self.pos)})
         net.save(self.run_dir / MODEL, include_optimizer=s.final_model_optimizer)
-        final["model_seconds"] = time.perf_counter() - t0  # the final evaluation and model.npz
+        final["model_seconds"] = time.perf_counter() - t1  # the final evaluation and model.npz
         if self.pos.wall_seconds >= PLOT_AFTER_SECONDS:
             self._plot()
         return final
