@@ -71,6 +71,8 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
                else preset.get("validation_split", 0.0)}
         if fit["validation_split"] and preset.get("early_stopping"):
             fit["early_stopping"] = preset["early_stopping"]
+        if fit["validation_split"] and preset.get("averaging"):
+            fit["averaging"] = preset["averaging"]
         return net, fit
 
     def fit(self, X, y) -> "SlideClassifier":

@@ -90,6 +90,10 @@ _BEST_TRACKER = Record(optional={"monitor": Str(), "patience": Nullable(Int(1)),
                                  "best_at": Nullable(Int(0)), "since_best": Int(0)},
                        what="the validation tracker's state (monitor, patience, best, best_at, since_best)")
 
+_EPOCH_AVERAGE = Record(required={"first": Int(1, RUN["epochs"].maximum), "epochs": Int(0, RUN["epochs"].maximum),
+                                  "best_is_mean": Bool()},
+                        what="the epoch average's state (first, epochs, best_is_mean)")
+
 # slide.runs.Position's fields (a test holds the two to each other). Counts that index data must
 # be in range: a negative row is a loop that never advances.
 POSITION = Record(
@@ -97,6 +101,7 @@ POSITION = Record(
     optional={"wall_seconds": _SECONDS, "since_eval": _COUNT, "loss_since_eval": Number(),
               "labelled_since_eval": _COUNT,
               "metrics_bytes": Nullable(_COUNT), "best": Nullable(_BEST_TRACKER), "stopped_early": Bool(),
+              "average": Nullable(_EPOCH_AVERAGE),
               "eval_seconds": _SECONDS, "evaluations": _COUNT, "checkpoint_seconds": _SECONDS, "checkpoints": _COUNT,
               "steps": Nullable(_COUNT)},
     what="a training position (epoch, segment, row, samples, ...)")

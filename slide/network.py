@@ -222,8 +222,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
     def fit(self, X, Y: Optional[LabelsLike] = None, *, epochs: int = 1, batch_size: int = 128,
             validation_data: Optional[tuple[Any, LabelsLike]] = None, validation_split: float = 0.0,
             validation_mode: str = "dense", early_stopping: Optional[int] = None, monitor: str = "P@1",
-            restore_best: bool = True, shuffle: bool = True, progress: bool = True, callback=None,
-            callbacks: Optional[Sequence[Any]] = None) -> History:
+            restore_best: bool = True, averaging: str = "off", shuffle: bool = True, progress: bool = True,
+            callback=None, callbacks: Optional[Sequence[Any]] = None) -> History:
         """Train on X (samples x input_dim, sparse) and Y (labels), or on data streamed in pieces.
 
         Args:
@@ -247,6 +247,11 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
             restore_best: with validation, end with the parameters of the best epoch (kept as a
                 copy of the weights and biases, about a third of the network's memory with Adam),
                 so the model returned is never worse on validation than the best epoch.
+            averaging: ``"swa"``: with validation, from the epoch after the first quarter of
+                `epochs` on, validation also judges the mean of the parameters at the ends of the
+                epochs since and keeps whichever is better; the network ends with the best model
+                judged, a mean when it won (``History.averaged_from``). Training itself goes on
+                from its own parameters (`slide.epoch_average`). ``"off"``: each epoch's own.
             shuffle: reshuffle the samples every epoch (seeded).
             progress: show a progress bar (samples/s, loss).
             callback: called as ``callback(network, epoch_metrics)`` after each epoch; returning
@@ -265,6 +270,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         return fitting.fit(self, X, Y, epochs=epochs, batch_size=batch_size, validation_data=validation_data,
                            validation_split=validation_split, validation_mode=validation_mode,
                            early_stopping=early_stopping, monitor=monitor, restore_best=restore_best,
+                           averaging=averaging,
                            shuffle=shuffle, progress=progress, callback=callback, callbacks=callbacks)
 
     @one_call_at_a_time

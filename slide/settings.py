@@ -116,6 +116,10 @@ RUN = _table(
             1, flag="--early-stopping"),
     Setting("monitor", "str", "the validation metric that picks the best epoch (default P@1)",
             choices=("P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5", "loss"), flag="--monitor"),
+    Setting("averaging", "str", "with a validation split, swa: from the epoch after the run's first quarter on, "
+            "validation also judges the mean of the parameters at the ends of the epochs since, keeps whichever is "
+            "better, and the run ends with the best (training goes on from its own parameters); off (unless the "
+            "data's shape picks swa): each epoch's own parameters", choices=("off", "swa"), flag="--averaging"),
 )
 
 # Keys of run.toml's [network] table; the defaults are slide.Network's.

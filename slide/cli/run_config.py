@@ -143,14 +143,18 @@ def apply_preset(cfg: dict, preset: dict) -> None:
         cfg["validation_split"] = preset["validation_split"]
     if cfg.get("early_stopping") is None and preset.get("early_stopping") and cfg.get("validation_split"):
         cfg["early_stopping"] = preset["early_stopping"]
+    if cfg.get("averaging") is None and preset.get("averaging") and cfg.get("validation_split"):
+        cfg["averaging"] = preset["averaging"]
     check_validation(cfg)
 
 
 def check_validation(cfg: dict) -> None:
     """Early stopping and a monitor need held-out points: checked once the preset (a named
     dataset's, or for a user's files the one their shape picks) has said whether it holds some out."""
-    if (cfg.get("early_stopping") or cfg.get("monitor")) and not cfg.get("validation_split"):
-        raise ValueError("early_stopping and monitor (--early-stopping, --monitor) need validation_split "
+    if (cfg.get("early_stopping") or cfg.get("monitor") or cfg.get("averaging") not in (None, "off")) \
+            and not cfg.get("validation_split"):
+        raise ValueError("early_stopping, monitor and averaging (--early-stopping, --monitor, --averaging) need "
+                         "validation_split "
                          "(--validation-split: the share of training points held out to judge epochs by)")
 
 

@@ -91,6 +91,7 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
                                 final_eval_samples=cfg.get("final_eval_samples"),
                                 on_divergence=cfg.get("on_divergence", "stop"), progress=not args.quiet,
                                 early_stopping=cfg.get("early_stopping"), monitor=cfg.get("monitor", "P@1"),
+                                averaging=cfg.get("averaging") or "off",
                                 # runs from before these settings existed resume with their defaults
                                 eval_budget=cfg.get("eval_budget", RUN["eval_budget"].default),
                                 final_model_optimizer=cfg.get("final_model_optimizer", False))
@@ -112,7 +113,9 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
               f"weight {final['rerank_weight']:g}" + (" (the best on validation)" if source.validation else ""),
               flush=True)
     if final.get("best_epoch") is not None:
-        print(f"final model: epoch {final['best_epoch']}, the best on validation ({settings.monitor})", flush=True)
+        what = f"epoch {final['best_epoch']}" if final.get("averaged_from") is None else \
+            f"the mean of epochs {final['averaged_from']} to {final['best_epoch']}"
+        print(f"final model: {what}, the best on validation ({settings.monitor})", flush=True)
     print("test (exact, {:,} points): ".format(final["test_points"]) +
           ", ".join(f"{k} {final[k]:.4f}" for k in final if k.startswith("P@")), flush=True)
     print(f"saved {run_dir / runs.MODEL}")

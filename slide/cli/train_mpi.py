@@ -203,12 +203,12 @@ def _main(args: argparse.Namespace, comm) -> int:
 
     t_fit = time.perf_counter()
     if done < epochs:
-        held = validation is not None  # not `if validation`: a rank may hold none of the rows, and still evaluates
-        history = net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"],
-                validation_data=(validation.X, validation.Y) if held else None,
-                early_stopping=cfg.get("early_stopping") if held else None,
-                monitor=cfg.get("monitor", "P@1") if held else "P@1",
-                progress=not args.quiet, callback=after_epoch, shuffle=cfg.get("shuffle", True))
+        # `is None`, not `if validation`: a rank may hold none of the rows, and still evaluates
+        judged = {} if validation is None else dict(
+            validation_data=(validation.X, validation.Y), early_stopping=cfg.get("early_stopping"),
+            monitor=cfg.get("monitor", "P@1"), averaging=cfg.get("averaging") or "off")
+        history = net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"], **judged,
+                          progress=not args.quiet, callback=after_epoch, shuffle=cfg.get("shuffle", True))
         spent["fusion_seconds"] = history.fusion_seconds
     spent["train_seconds"] = time.perf_counter() - t_fit - spent["checkpoint_seconds"] - spent["fusion_seconds"]
     t0 = time.perf_counter()

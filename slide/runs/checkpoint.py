@@ -8,21 +8,27 @@ from pathlib import Path
 from typing import Optional
 
 from ..best_epoch import BestEpoch
+from ..epoch_average import EpochAverage
 from ..file_schemas import POSITION, check
 from ..model_file import ModelFileError, read_header
 from ..network import Network
 from ..schema import Record
 from ..training.position import Position
+from .average_file import write_average
 from .folder import CHECKPOINT, METRICS
 
 # What a checkpoint's header holds besides a model's (a model.npz copied over one lacks it).
 _CHECKPOINT_EXTRA = Record(required={"position": POSITION}, extra=True, what="a JSON object")
 
 
-def save_checkpoint(net: Network, run_dir: Path, pos: Position, best: Optional[BestEpoch] = None) -> None:
+def save_checkpoint(net: Network, run_dir: Path, pos: Position, best: Optional[BestEpoch] = None,
+                    average: Optional[EpochAverage] = None) -> None:
     t0 = time.perf_counter()
     if best is not None:  # first, so the checkpoint's best epoch is always on disk
         best.write(net, run_dir)
+    if average is not None:  # as best.npz, before the checkpoint that names it
+        write_average(net, run_dir, average)
+        pos.average = average.state()
     metrics = run_dir / METRICS
     pos.metrics_bytes = metrics.stat().st_size if metrics.exists() else 0
     pos.checkpoints += 1

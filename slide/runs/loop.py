@@ -26,6 +26,8 @@ from ..training.position import Position
 from ..training.sources import TrainingSource
 from ..training.validation import Validation
 from . import checkpoint
+from ..epoch_average import first_averaged_epoch
+from .average_file import read_average
 from .folder import CHECKPOINT, MODEL, PLOT, append_metrics, read_metrics, rewind_metrics
 from .settings import RunSettings
 
@@ -59,12 +61,14 @@ def run(net: Network, stream: TrainingSource, test: Split, run_dir: Path, s: Run
     backoffs = 0
     best = BestEpoch()
     while True:
+        loop: Optional[RunLoop] = None
         try:
-            return RunLoop(net, stream, test, run_dir, s, pos, title, validation, best).train(memory)
+            loop = RunLoop(net, stream, test, run_dir, s, pos, title, validation, best)
+            return loop.train(memory)
         except TrainingInterrupted:
             raise
         except KeyboardInterrupt:
-            checkpoint.save_checkpoint(net, run_dir, pos, best)
+            checkpoint.save_checkpoint(net, run_dir, pos, best, None if loop is None else loop.average)
             raise TrainingInterrupted(0, {}) from None
         except TrainingDiverged as e:
             backoffs += 1
@@ -111,9 +115,11 @@ class RunLoop:
         # Epochs are judged on the same held-out points every time, at most eval_samples of them, so
         # judging costs what a test evaluation does however many points the split held out.
         self.validation_split = None if validation is None else _subsample(validation, s.eval_samples, seed=3)
+        self.average = None if validation is None or s.averaging == "off" else \
+            read_average(net, run_dir, pos.average, first_averaged_epoch(s.epochs))
         self.validation = None if validation is None else Validation(
             net, self.validation_split.X, self.validation_split.Y, monitor=s.monitor, patience=s.early_stopping,
-            keep=best.keep, state=pos.best)
+            keep=best.keep, state=pos.best, average=self.average)
         self.last_checkpoint = time.perf_counter()
 
     def train(self, memory: "Split | Stream | None") -> dict:
@@ -137,7 +143,7 @@ class RunLoop:
         return self.s.eval_budget is None or self.pos.eval_seconds <= self.s.eval_budget * self.pos.wall_seconds
 
     def _checkpoint(self) -> None:
-        checkpoint.save_checkpoint(self.net, self.run_dir, self.pos, self.best)
+        checkpoint.save_checkpoint(self.net, self.run_dir, self.pos, self.best, self.average)
         self.last_checkpoint = time.perf_counter()
 
     def _after_piece(self, pos: Position) -> None:
@@ -195,7 +201,10 @@ class RunLoop:
             line += (f", no test score (evaluation has had {pos.eval_seconds:,.0f}s, over its budget of "
                      f"{s.eval_budget:.0%} of training time)")
         if self.validation is not None:
-            line += f", validation {s.monitor} {record['val_' + s.monitor]:.4f}" + (" (best)" if record["best"] else "")
+            line += f", validation {s.monitor} {record['val_' + s.monitor]:.4f}"
+            if record.get("val_averaged_from") is not None:
+                line += f" by the mean of epochs {record['val_averaged_from']} to {pos.epoch}"
+            line += " (best)" if record["best"] else ""
         print(line, flush=True)
         self._stop_early()
         if pos.epoch >= s.epochs or pos.stopped_early or \
@@ -232,8 +241,10 @@ class RunLoop:
         tracker = None if self.validation is None else self.validation.tracker
         if tracker is not None and tracker.best_at is not None and self.best.exists(self.run_dir):
             extra["best_epoch"] = tracker.best_at
-            if tracker.best_at != self.pos.epoch:  # the final model is the best epoch's
+            if tracker.best_at != self.pos.epoch or self.validation.best_is_average:  # the final model is the best
                 self.best.restore_into(net, self.run_dir)
+            if self.validation.best_is_average:
+                extra["averaged_from"] = self.average.first
         t0 = time.perf_counter()
         if memory is not None and (net.neighbours or net.rerank):
             self._fit_fusion(memory, extra)

@@ -26,12 +26,13 @@ class RunSettings:
     progress: bool = True
     early_stopping: Optional[int] = None  # epochs without a better validation monitor before stopping
     monitor: str = "P@1"
+    averaging: str = "off"  # "swa": validation also judges the mean of the epochs since the first quarter
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         """ValueError naming the first setting out of its range (settings.RUN)."""
         for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence",
-                     "monitor"):
+                     "monitor", "averaging"):
             RUN[name].check(getattr(self, name))
         for name in ("final_eval_samples", "early_stopping", "eval_budget"):
             if getattr(self, name) is not None:

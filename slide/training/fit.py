@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 from ..callbacks import CallbackList
 from ..datasets.stream import Stream, training_points
 from ..early_stopping import check_monitor, restore, snapshot
+from ..epoch_average import AVERAGING, EpochAverage, first_averaged_epoch
 from ..model.checks import check_int
 from ..model.data import hold_out, validation_pair
 from ..model.errors import TrainingInterrupted
@@ -26,15 +27,17 @@ log = logging.getLogger("slide")
 def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 128,
         validation_data: Optional[tuple] = None, validation_split: float = 0.0, validation_mode: str = "dense",
         early_stopping: Optional[int] = None, monitor: str = "P@1", restore_best: bool = True,
-        shuffle: bool = True, progress: bool = True, callback=None, callbacks: Optional[Sequence[Any]] = None
-        ) -> History:
+        averaging: str = "off", shuffle: bool = True, progress: bool = True, callback=None,
+        callbacks: Optional[Sequence[Any]] = None) -> History:
     """Train `net` (see `Network.fit`, which documents every argument)."""
     _check_arguments(epochs, batch_size, validation_mode, callback, validation_split, validation_data,
-                     early_stopping)
+                     early_stopping, averaging)
     hooks = CallbackList(callbacks)
     source, data, val = _sources(net, X, Y, epochs, batch_size, validation_data, validation_split, shuffle)
-    if val is None and (early_stopping is not None or monitor != "P@1"):
-        raise ValueError("early_stopping and monitor need validation_data or validation_split")
+    if val is None and (early_stopping is not None or monitor != "P@1" or averaging != "off"):
+        raise ValueError("early_stopping, monitor and averaging need validation_data or validation_split")
+    if averaging != "off" and not restore_best:
+        raise ValueError("averaging='swa' needs restore_best=True: the run ends with the mean when it is the best")
     check_monitor(monitor, net._ranks(None))
     n = source.samples_per_epoch
     if n is not None and net.ranks.total(n) == 0:
@@ -44,7 +47,8 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     kept: dict[str, Any] = {}
     validation = None if val is None else Validation(
         net, *val, monitor=monitor, patience=early_stopping, mode=validation_mode,
-        keep=(lambda network: kept.update(parameters=snapshot(network))) if restore_best else None)
+        keep=(lambda network: kept.update(parameters=snapshot(network))) if restore_best else None,
+        average=EpochAverage(first_averaged_epoch(epochs)) if averaging == "swa" else None)
     on_batch = (lambda step, logs: hooks.call("on_batch_end", net, step, logs)) if hooks.wants_batches() else None
     loop = TrainingLoop(net, source, epochs=epochs, batch_size=rank_batch, segment_steps=rank_steps,
                         total_steps=steps_per_epoch * epochs if steps_per_epoch is not None else None,
@@ -56,7 +60,9 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     _train_epochs(net, loop, validation, history, callback, hooks)
     if validation is not None:
         history.best_epoch, history.best_score = validation.tracker.best_at, validation.tracker.best
-    if kept and validation.tracker.best_at != len(history.epochs):
+        if validation.best_is_average:
+            history.averaged_from = validation.average.first
+    if kept and (validation.tracker.best_at != len(history.epochs) or validation.best_is_average):
         restore(net, kept["parameters"])
         history.restored_best = True
     _remember(net, X if data is None else data, val, monitor, validation_mode, history, progress)
@@ -65,7 +71,7 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
 
 
 def _check_arguments(epochs: Any, batch_size: Any, validation_mode: Any, callback: Any, validation_split: Any,
-                     validation_data: Any, early_stopping: Any) -> None:
+                     validation_data: Any, early_stopping: Any, averaging: Any) -> None:
     check_int("epochs", epochs, 1)
     check_int("batch_size", batch_size, 1)
     if validation_mode not in ("dense", "sparse"):
@@ -79,6 +85,8 @@ def _check_arguments(epochs: Any, batch_size: Any, validation_mode: Any, callbac
         raise ValueError("give validation_data or validation_split, not both")
     if early_stopping is not None:
         check_int("early_stopping (epochs of patience)", early_stopping, 1)
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {', '.join(map(repr, AVERAGING))}, got {averaging!r}")
 
 
 def _sources(net: Any, X: Any, Y: Any, epochs: int, batch_size: int, validation_data: Any,

@@ -16,6 +16,8 @@ class History:
     best_score: Optional[float] = None     # and that metric's value
     stopped_early: bool = False            # early_stopping ended training before `epochs`
     restored_best: bool = False            # the network was set back to best_epoch's parameters
+    # with averaging="swa" and a mean the best: the first epoch of the mean (best_epoch is its last)
+    averaged_from: Optional[int] = None
     # with neighbours and validation: each fusion weight's validation score (neighbour_weight is the best's)
     neighbour_weight_scores: Optional[dict[float, float]] = None
     # after the last epoch: seconds spent on the vote's memory, the re-ranker and the weights that fuse them

@@ -21,6 +21,7 @@ class Position:
     labelled_since_eval: int = 0
     metrics_bytes: Optional[int] = 0  # length of metrics.jsonl when saved; None: unknown (older checkpoint)
     best: Optional[dict] = None  # the validation BestTracker's state
+    average: Optional[dict] = None  # the EpochAverage's state, once begun (its mean is in average.npz)
     stopped_early: bool = False
     # What the run spent outside training, so the budget holds across a resume and can be reported.
     eval_seconds: float = 0.0

@@ -82,8 +82,8 @@ def test_run_stops_and_keeps_the_last_good_checkpoint_byte_for_byte(tmp_path, mo
     snapshots = []
     original_save = runs.save_checkpoint
 
-    def recording_save(n, run_dir, pos, best=None):
-        original_save(n, run_dir, pos, best)
+    def recording_save(n, run_dir, pos, best=None, average=None):
+        original_save(n, run_dir, pos, best, average)
         snapshots.append((run_dir / runs.CHECKPOINT).read_bytes())
 
     monkeypatch.setattr(runs.checkpoint, "save_checkpoint", recording_save)  # where the run loop looks it up

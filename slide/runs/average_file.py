@@ -1,0 +1,51 @@
+"""A run's epoch average on disk (average.npz): written with each checkpoint once the mean holds
+an epoch, so that a resumed run goes on with the same mean; read back as untrusted input."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+from ..early_stopping import snapshot
+from ..epoch_average import EpochAverage
+from ..model_file import ModelFileError, load_network, read_header, save_network
+
+AVERAGE = "average.npz"
+log = logging.getLogger("slide")
+
+
+def write_average(net: Any, run_dir: Path, average: EpochAverage) -> None:
+    """The mean, with the state that names it (a model file whose tables are rebuilt on loading)."""
+    if average.parameters() is not None:
+        save_network(net, run_dir / AVERAGE, include_optimizer=False, parameters=average.parameters(),
+                     extra={"average": average.state()})
+
+
+def read_average(net: Any, run_dir: Path, state: Optional[dict], first: int) -> EpochAverage:
+    """The average a checkpoint's position names (`state`; None: a new run or no mean yet). A
+    missing file, or one of another network, is an error; one that holds another count of epochs
+    than the checkpoint names (a run killed between writing the two, or resumed with other
+    --epochs, which moves the first averaged epoch) is dropped with a warning: the mean begins
+    again at the next epoch end."""
+    average = EpochAverage(first)
+    if state is None or state["epochs"] == 0:
+        return average
+    path = run_dir / AVERAGE
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir}: the checkpoint names the mean of {state['epochs']} epochs, "
+                                f"but {AVERAGE} is missing")
+    header = read_header(path)
+    if not isinstance(header.get("config"), dict) or _shape(header["config"]) != _shape(net.get_config()):
+        raise ModelFileError(f"{path}: the mean of another network than this run's")
+    saved = (header.get("extra") or {}).get("average")
+    if saved != state or state["first"] != first:
+        log.warning("%s is not the mean the checkpoint names (%s, the file says %s); averaging starts again",
+                    path, state, saved)
+        return average
+    average.resume(snapshot(load_network(type(net), path, threads=net.threads, header=header)), state)
+    return average
+
+
+def _shape(config: dict) -> tuple:
+    return config.get("input_dim"), config.get("output_dim"), tuple(config.get("hidden") or ())

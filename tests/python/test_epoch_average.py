@@ -1,0 +1,148 @@
+"""Stochastic weight averaging over epochs (averaging="swa"): validation judges the mean of the
+epochs since the run's first quarter beside the network's own parameters, keeps the better, and
+the run ends with the best model judged; a run folder's average.npz is resumed and checked."""
+
+import json
+
+import numpy as np
+import pytest
+
+import slide
+from slide.early_stopping import parameter_names
+from slide.epoch_average import EpochAverage, first_averaged_epoch
+
+from .test_cli import FAST, run, write_xc_pair
+
+
+class Scripted(slide.Network):
+    """A network whose validation P@1 follows a script (one entry per model judged)."""
+
+    script: list = []
+
+    def evaluate(self, X, Y, *, ks=None, mode="dense"):
+        return {"P@1": self.script.pop(0), "P@3": 0.0, "nDCG@1": 0.0, "nDCG@3": 0.0}
+
+
+def _params(net):
+    state = net.weights()
+    return {name: state[name].copy() for name in parameter_names(net)}
+
+
+@pytest.fixture(scope="module")
+def problem(small_problem):
+    train, test = small_problem
+    return train.X[:3000], train.Y[:3000], test.X[:300], test.Y[:300]
+
+
+def _scripted(problem, script):
+    X, Y, _, _ = problem
+    net = Scripted(X.shape[1], Y.shape[1], hidden=(16,), lsh=slide.LSHConfig(k=2, l=4), threads=1, seed=0)
+    net.script = list(script)
+    return net
+
+
+def test_the_first_averaged_epoch_follows_the_first_quarter():
+    assert [first_averaged_epoch(e) for e in (1, 3, 4, 8, 10, 40)] == [1, 1, 2, 3, 3, 11]
+
+
+def test_a_better_mean_is_kept_and_the_run_ends_with_it(problem):
+    X, Y, Xv, Yv = problem
+    # epochs 1-3 judge the network alone (the mean starts at epoch 3 and holds one epoch there);
+    # from epoch 4 each epoch judges its own parameters, then the mean of epochs 3..now
+    net = _scripted(problem, [0.1, 0.2, 0.3, 0.25, 0.35, 0.3, 0.2, 0.2, 0.34])
+    seen = []
+    history = net.fit(X, Y, epochs=8, validation_data=(Xv, Yv), early_stopping=2, averaging="swa", progress=False,
+                      callback=lambda n, m: seen.append(_params(n)))
+    assert len(history) == 6 and history.stopped_early and not net.script
+    assert history.best_epoch == 4 and history.averaged_from == 3 and history.restored_best
+    assert [e.get("val_averaged_from") for e in history.epochs] == [None, None, None, 3, None, 3]
+    for name in seen[0]:
+        np.testing.assert_allclose(net.weights()[name], (seen[2][name] + seen[3][name]) / 2, rtol=1e-5, atol=1e-7,
+                                   err_msg=name)
+    # training went on from its own parameters: epoch 5 started from epoch 4's, not from the mean
+    assert any(not np.array_equal(seen[3][n], (seen[2][n] + seen[3][n]) / 2) for n in seen[0])
+
+
+def test_the_networks_own_parameters_win_when_the_mean_is_worse(problem):
+    X, Y, Xv, Yv = problem
+    net = _scripted(problem, [0.1, 0.2, 0.3, 0.25, 0.4, 0.35, 0.5, 0.45])  # epochs 3-5 judge two
+    seen = []
+    history = net.fit(X, Y, epochs=5, validation_data=(Xv, Yv), averaging="swa", progress=False,
+                      callback=lambda n, m: seen.append(_params(n)))
+    assert history.best_epoch == 5 and history.averaged_from is None and not history.restored_best
+    for name, values in seen[-1].items():
+        np.testing.assert_array_equal(net.weights()[name], values, err_msg=name)
+
+
+def test_judging_the_mean_gives_the_network_its_parameters_back_bit_for_bit(problem):
+    X, Y, Xv, Yv = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(16,), lsh=slide.LSHConfig(k=2, l=4), threads=1, seed=0)
+    net.fit(X, Y, epochs=1, progress=False)
+    average = EpochAverage(first=1)
+    average.add(net)
+    net.fit(X, Y, epochs=1, progress=False)
+    own = _params(net)
+    average.add(net)
+    with average.in_place_of_training(net, tables=True):
+        for name in own:
+            assert not np.array_equal(net.weights()[name], own[name]), name
+    for name, values in own.items():
+        np.testing.assert_array_equal(net.weights()[name], values, err_msg=name)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(averaging="swa"), "need validation_data or validation_split"),
+    (dict(averaging="mean", validation_split=0.1), "averaging must be one of"),
+    (dict(averaging="swa", validation_split=0.1, restore_best=False), "needs restore_best=True"),
+])
+def test_bad_averaging_arguments_are_refused(problem, kwargs, message):
+    X, Y, _, _ = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(16,), threads=1)
+    with pytest.raises(ValueError, match=message):
+        net.fit(X, Y, epochs=2, progress=False, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return write_xc_pair(tmp_path_factory.mktemp("xc"), 1500, 300, 400, 600, avg_nnz=20)
+
+
+def _train(files, out, *flags):
+    return run("train", *FAST, "--train", files / "train.txt", "--test", files / "test.txt", "--out", out,
+               "--validation-split", "0.2", "--averaging", "swa", *flags)
+
+
+def test_a_run_averages_says_so_and_resumes_with_its_mean(tmp_path, files):
+    out = tmp_path / "r"
+    r = _train(files, out, "--epochs", "4", "--lr", "0.01")
+    assert r.returncode == 0, r.stderr
+    assert (out / "average.npz").exists()
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    averaged = [rec for rec in records if rec.get("val_averaged_from") is not None]
+    assert all(rec["val_averaged_from"] == 2 and rec["epoch"] >= 3 for rec in averaged)
+    assert ("by the mean of epochs 2 to" in r.stdout) == bool(averaged)
+    resumed = run("train", "--resume", out, "--epochs", "6", *FAST)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Traceback" not in resumed.stderr and "averaging starts again" not in resumed.stderr
+
+
+def test_without_a_validation_split_averaging_is_refused(tmp_path, files):
+    r = run("train", *FAST, "--train", files / "train.txt", "--test", files / "test.txt", "--out", tmp_path / "r",
+            "--averaging", "swa", "--validation-split", "0")
+    assert r.returncode == 2 and "need validation_split" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("truncate", "average.npz"),
+    ("remove", "average.npz is missing"),
+])
+def test_a_damaged_or_missing_average_is_refused_on_resume(tmp_path, files, damage, message):
+    out = tmp_path / "r"
+    assert _train(files, out, "--epochs", "3").returncode == 0
+    path = out / "average.npz"
+    if damage == "remove":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes()[:300])
+    r = run("train", "--resume", out, "--epochs", "5", *FAST)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
