@@ -54,6 +54,7 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     assert "batch_active=1024" in out.split("Network(")[1]
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["early_stopping"] == LARGE_OUTPUT_PRESET["early_stopping"]
+    assert config["averaging"] == LARGE_OUTPUT_PRESET["averaging"] == "swa"
     assert config["network"]["learning_rate"] == LARGE_OUTPUT_PRESET["learning_rate"]
     assert config["network"]["rerank"] == LARGE_OUTPUT_PRESET["rerank"] > 0
     assert "predictions re-rank the network's 25 best labels" in out
@@ -92,3 +93,4 @@ def test_large_outputs_stop_early_on_their_validation_split():
     assert LARGE_OUTPUT_PRESET["validation_split"] > 0 and LARGE_OUTPUT_PRESET["early_stopping"] >= 1
     _, why = preset_for_shape(1000, 50_000, 10_000)
     assert "stopping after 2 without a better validation P@1" in why
+    assert "the mean of the epochs since epoch 3 beside each epoch's own (swa)" in why
