@@ -8,24 +8,10 @@ import numpy as np
 import pytest
 
 import slide
-from slide.early_stopping import parameter_names
 from slide.epoch_average import EpochAverage, first_averaged_epoch
 
 from .test_cli import FAST, run, write_xc_pair
-
-
-class Scripted(slide.Network):
-    """A network whose validation P@1 follows a script (one entry per model judged)."""
-
-    script: list = []
-
-    def evaluate(self, X, Y, *, ks=None, mode="dense"):
-        return {"P@1": self.script.pop(0), "P@3": 0.0, "nDCG@1": 0.0, "nDCG@3": 0.0}
-
-
-def _params(net):
-    state = net.weights()
-    return {name: state[name].copy() for name in parameter_names(net)}
+from .test_early_stopping import Scripted, _params  # a network whose validation P@1 follows a script
 
 
 @pytest.fixture(scope="module")
