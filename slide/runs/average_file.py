@@ -23,14 +23,13 @@ def write_average(net: Any, run_dir: Path, average: EpochAverage) -> None:
 
 
 def read_average(net: Any, run_dir: Path, state: Optional[dict], first: int) -> EpochAverage:
-    """The average a checkpoint's position names (`state`; None: a new run or no mean yet). A
-    missing file, or one of another network, is an error; one that holds another count of epochs
-    than the checkpoint names (a run killed between writing the two, or resumed with other
-    --epochs, which moves the first averaged epoch) is dropped with a warning: the mean begins
-    again at the next epoch end."""
-    average = EpochAverage(first)
+    """The average a checkpoint's position names (`state`; None: a new run or no mean yet, which
+    begins at epoch `first`). A resumed mean keeps its own first epoch, even when --epochs moved
+    the run's. A missing file, or one of another network, is an error; one that is not the mean
+    the checkpoint names (a run killed between writing the two) is dropped with a warning, and
+    the mean begins again at the next epoch end."""
     if state is None or state["epochs"] == 0:
-        return average
+        return EpochAverage(first)
     path = run_dir / AVERAGE
     if not path.exists():
         raise FileNotFoundError(f"{run_dir}: the checkpoint names the mean of {state['epochs']} epochs, "
@@ -39,10 +38,11 @@ def read_average(net: Any, run_dir: Path, state: Optional[dict], first: int) -> 
     if not isinstance(header.get("config"), dict) or _shape(header["config"]) != _shape(net.get_config()):
         raise ModelFileError(f"{path}: the mean of another network than this run's")
     saved = (header.get("extra") or {}).get("average")
-    if saved != state or state["first"] != first:
-        log.warning("%s is not the mean the checkpoint names (%s, the file says %s); averaging starts again",
-                    path, state, saved)
-        return average
+    if saved != state:
+        log.warning("%s is not the mean the checkpoint names (the checkpoint: %s; the file: %s); averaging "
+                    "starts again", path, state, saved)
+        return EpochAverage(first)
+    average = EpochAverage(state["first"])
     average.resume(snapshot(load_network(type(net), path, threads=net.threads, header=header)), state)
     return average
 

@@ -17,6 +17,7 @@ from ..atomic_files import remove_stale_temporaries
 from ..best_epoch import BestEpoch
 from ..datasets.stream import Stream, training_points
 from ..datasets.synthetic import Split
+from ..epoch_average import first_averaged_epoch
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
 from ..plots import plot_progress
@@ -26,7 +27,6 @@ from ..training.position import Position
 from ..training.sources import TrainingSource
 from ..training.validation import Validation
 from . import checkpoint
-from ..epoch_average import first_averaged_epoch
 from .average_file import read_average
 from .folder import CHECKPOINT, MODEL, PLOT, append_metrics, read_metrics, rewind_metrics
 from .settings import RunSettings

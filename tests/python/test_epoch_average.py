@@ -107,9 +107,22 @@ def test_a_run_averages_says_so_and_resumes_with_its_mean(tmp_path, files):
     averaged = [rec for rec in records if rec.get("val_averaged_from") is not None]
     assert all(rec["val_averaged_from"] == 2 and rec["epoch"] >= 3 for rec in averaged)
     assert ("by the mean of epochs 2 to" in r.stdout) == bool(averaged)
-    resumed = run("train", "--resume", out, "--epochs", "6", *FAST)
+    # 9 epochs would average from epoch 3; the resumed mean keeps its own first epoch, 2
+    resumed = run("train", "--resume", out, "--epochs", "9", *FAST)
     assert resumed.returncode == 0, resumed.stderr
     assert "Traceback" not in resumed.stderr and "averaging starts again" not in resumed.stderr
+    later = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all(rec["val_averaged_from"] == 2 for rec in later if rec.get("val_averaged_from") is not None)
+
+
+def test_a_mean_that_is_not_the_checkpoints_is_dropped_with_a_warning(tmp_path, files):
+    first, second = tmp_path / "a", tmp_path / "b"
+    assert _train(files, first, "--epochs", "3").returncode == 0  # the mean of epochs 1-3
+    assert _train(files, second, "--epochs", "4").returncode == 0  # the mean of epochs 2-4
+    (second / "average.npz").write_bytes((first / "average.npz").read_bytes())
+    r = run("train", "--resume", second, "--epochs", "5", *FAST)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "average.npz is not the mean the checkpoint names" in r.stderr and "averaging starts again" in r.stderr
 
 
 def test_without_a_validation_split_averaging_is_refused(tmp_path, files):
