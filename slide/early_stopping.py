@@ -33,6 +33,11 @@ def check_monitor(monitor: str, ks: Sequence[int]) -> None:
         raise ValueError(f"monitor must be one of {', '.join(monitors(ks))}; got {monitor!r}")
 
 
+def is_better(monitor: str, score: float, than: float) -> bool:
+    """Whether `score` beats `than` by `monitor`: lower for the loss, higher for a ranking metric."""
+    return score < than if monitor == "loss" else score > than
+
+
 @dataclass
 class BestTracker:
     """The best validation score so far and how many evaluations have passed without beating it.
@@ -50,7 +55,7 @@ class BestTracker:
     def update(self, metrics: dict, at: int) -> bool:
         """Record one evaluation; True when it is the best so far (ties keep the earlier one)."""
         score = float(metrics[self.monitor])
-        better = self.best is None or (score < self.best if self.monitor == "loss" else score > self.best)
+        better = self.best is None or is_better(self.monitor, score, self.best)
         if better:
             self.best, self.best_at, self.since_best = score, at, 0
         else:
@@ -77,10 +82,12 @@ def snapshot(net: Any) -> dict[str, np.ndarray]:
     return {name: np.array(state[name], copy=True) for name in parameter_names(net)}
 
 
-def restore(net: Any, saved: dict[str, np.ndarray]) -> None:
-    """Put saved parameters back; the BF16 copies and the LSH tables follow the restored weights."""
+def restore(net: Any, saved: dict[str, np.ndarray], tables: bool = True) -> None:
+    """Put saved parameters back; the BF16 copies follow the restored weights, and with `tables`
+    the LSH tables too (exact inference does not read them)."""
     state = net.weights()
     for name, values in saved.items():
         state[name][...] = values
     net._core.sync_low_precision()
-    net._core.rebuild_tables()
+    if tables:
+        net._core.rebuild_tables()

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .early_stopping import parameter_names, snapshot
+from .early_stopping import restore, snapshot
 from .settings import RUN
 
 AVERAGING: tuple[str, ...] = RUN["averaging"].choices  # the first is off
@@ -63,16 +63,7 @@ class EpochAverage:
         `tables`, the LSH tables are rebuilt for each (only sparse inference reads them)."""
         own = snapshot(net)
         try:
-            _put(net, self._mean, tables)
+            restore(net, self._mean, tables)
             yield
         finally:
-            _put(net, own, tables)
-
-
-def _put(net: Any, parameters: dict[str, np.ndarray], tables: bool) -> None:
-    state = net.weights()
-    for name in parameter_names(net):
-        state[name][...] = parameters[name]
-    net._core.sync_low_precision()
-    if tables:
-        net._core.rebuild_tables()
+            restore(net, own, tables)

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any, Optional
 
-from ..early_stopping import snapshot
+from ..early_stopping import parameter_names, snapshot
 from ..epoch_average import EpochAverage
 from ..model_file import ModelFileError, load_network, read_header, save_network
 
@@ -35,17 +35,15 @@ def read_average(net: Any, run_dir: Path, state: Optional[dict], first: int) -> 
         raise FileNotFoundError(f"{run_dir}: the checkpoint names the mean of {state['epochs']} epochs, "
                                 f"but {AVERAGE} is missing")
     header = read_header(path)
-    if not isinstance(header.get("config"), dict) or _shape(header["config"]) != _shape(net.get_config()):
-        raise ModelFileError(f"{path}: the mean of another network than this run's")
     saved = (header.get("extra") or {}).get("average")
     if saved != state:
         log.warning("%s is not the mean the checkpoint names (the checkpoint: %s; the file: %s); averaging "
                     "starts again", path, state, saved)
         return EpochAverage(first)
+    mean = snapshot(load_network(type(net), path, threads=net.threads, header=header))
+    own = net.weights()
+    if set(mean) != set(parameter_names(net)) or any(mean[k].shape != own[k].shape for k in mean):
+        raise ModelFileError(f"{path}: the mean of another network than this run's")
     average = EpochAverage(state["first"])
-    average.resume(snapshot(load_network(type(net), path, threads=net.threads, header=header)), state)
+    average.resume(mean, state)
     return average
-
-
-def _shape(config: dict) -> tuple:
-    return config.get("input_dim"), config.get("output_dim"), tuple(config.get("hidden") or ())

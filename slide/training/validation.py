@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..early_stopping import BestTracker
+from ..early_stopping import BestTracker, is_better
 from ..epoch_average import EpochAverage
 
 
@@ -24,8 +24,8 @@ class Validation:
         self.average = average
 
     def judge(self, epoch: int) -> tuple[dict, bool]:
-        """(the epoch's validation report, whether it is the best so far); the report says
-        ``averaged`` when the mean was the better of the two."""
+        """(the epoch's validation report, whether it is the best so far); the report holds
+        ``averaged_from`` (the mean's first epoch) when the mean was the better of the two."""
         report = self._report()
         average = self.average
         if average is None or epoch < average.first:
@@ -35,7 +35,7 @@ class Validation:
             return report, self._update(report, epoch, mean=False)
         with average.in_place_of_training(self.net, tables=self.mode == "sparse"):
             mean = self._report()
-            if _better(mean, report, self.monitor):
+            if is_better(self.monitor, mean[self.monitor], report[self.monitor]):
                 return {**mean, "averaged_from": average.first}, self._update(mean, epoch, mean=True)
         return report, self._update(report, epoch, mean=False)
 
@@ -62,7 +62,3 @@ class Validation:
     @property
     def should_stop(self) -> bool:
         return self.tracker.should_stop
-
-
-def _better(a: dict, b: dict, monitor: str) -> bool:
-    return a[monitor] < b[monitor] if monitor == "loss" else a[monitor] > b[monitor]

@@ -145,3 +145,20 @@ def test_a_damaged_or_missing_average_is_refused_on_resume(tmp_path, files, dama
         path.write_bytes(path.read_bytes()[:300])
     r = run("train", "--resume", out, "--epochs", "5", *FAST)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_mean_of_another_network_is_refused(tmp_path, problem):
+    from slide.model_file import ModelFileError
+    from slide.runs.average_file import read_average, write_average
+
+    X, Y, _, _ = problem
+    other = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1)
+    average = EpochAverage(first=1)
+    average.add(other)
+    write_average(other, tmp_path, average)
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(16,), threads=1)
+    with pytest.raises(ModelFileError, match="average.npz: the mean of another network"):
+        read_average(net, tmp_path, average.state(), first=1)
+    resumed = read_average(other, tmp_path, average.state(), first=1)  # its own network reads it back
+    for name, values in average.parameters().items():
+        np.testing.assert_array_equal(resumed.parameters()[name], values, err_msg=name)
