@@ -34,6 +34,7 @@ class EpochAverage:
         self.first = first
         self.count = 0
         self.best_is_mean = False  # whether the best model validation kept is a mean
+        self.on_disk: Optional[dict] = None  # the state of the mean the run folder holds (None: none)
         self._mean: Optional[dict[str, np.ndarray]] = None
 
     def add(self, net: Any) -> None:

@@ -162,3 +162,31 @@ def test_a_mean_of_another_network_is_refused(tmp_path, problem):
     resumed = read_average(other, tmp_path, average.state(), first=1)  # its own network reads it back
     for name, values in average.parameters().items():
         np.testing.assert_array_equal(resumed.parameters()[name], values, err_msg=name)
+
+
+def test_an_unchanged_mean_is_not_written_again(tmp_path, problem):
+    from slide.runs.average_file import read_average, write_average
+
+    X, Y, _, _ = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1)
+    average = EpochAverage(first=1)
+    write_average(net, tmp_path, average)  # no epoch in the mean yet: nothing to write
+    assert not (tmp_path / "average.npz").exists()
+    average.add(net)
+    write_average(net, tmp_path, average)
+    path = tmp_path / "average.npz"
+
+    def identity():
+        stat = path.stat()
+        return stat.st_ino, stat.st_mtime_ns
+
+    written = identity()
+    write_average(net, tmp_path, average)  # a second checkpoint within the epoch
+    assert identity() == written
+    resumed = read_average(net, tmp_path, average.state(), first=1)
+    write_average(net, tmp_path, resumed)  # the mean the run resumed with is already there
+    assert identity() == written
+    resumed.add(net)
+    write_average(net, tmp_path, resumed)
+    assert identity() != written
+    assert read_average(net, tmp_path, resumed.state(), first=1).count == 2
