@@ -19,7 +19,8 @@ import numpy as np
 from .early_stopping import restore, snapshot
 from .settings import RUN
 
-AVERAGING: tuple[str, ...] = RUN["averaging"].choices  # the first is off
+AVERAGING: tuple[str, ...] = RUN["averaging"].choices
+NO_AVERAGING = AVERAGING[0]  # "off": each epoch judged by its own parameters
 
 
 def first_averaged_epoch(epochs: int) -> int:

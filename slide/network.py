@@ -38,6 +38,7 @@ from .reranker import ShortlistReranker
 from .schedules import Schedule
 from .settings import NETWORK, defaults
 from .distributed.strategy import strategy_for
+from .epoch_average import NO_AVERAGING
 from .training import fit as fitting, partial_fit as partial_fitting
 from .training.history import History
 
@@ -222,7 +223,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
     def fit(self, X, Y: Optional[LabelsLike] = None, *, epochs: int = 1, batch_size: int = 128,
             validation_data: Optional[tuple[Any, LabelsLike]] = None, validation_split: float = 0.0,
             validation_mode: str = "dense", early_stopping: Optional[int] = None, monitor: str = "P@1",
-            restore_best: bool = True, averaging: str = "off", shuffle: bool = True, progress: bool = True,
+            restore_best: bool = True, averaging: str = NO_AVERAGING, shuffle: bool = True, progress: bool = True,
             callback=None, callbacks: Optional[Sequence[Any]] = None) -> History:
         """Train on X (samples x input_dim, sparse) and Y (labels), or on data streamed in pieces.
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import LSHConfig
+from ..epoch_average import NO_AVERAGING
 from ..modes import MODES, mode_of
 from ..network import Network
 from ..paths import regular_file
@@ -151,7 +152,7 @@ def apply_preset(cfg: dict, preset: dict) -> None:
 def check_validation(cfg: dict) -> None:
     """Early stopping and a monitor need held-out points: checked once the preset (a named
     dataset's, or for a user's files the one their shape picks) has said whether it holds some out."""
-    if (cfg.get("early_stopping") or cfg.get("monitor") or cfg.get("averaging") not in (None, "off")) \
+    if (cfg.get("early_stopping") or cfg.get("monitor") or cfg.get("averaging") not in (None, NO_AVERAGING)) \
             and not cfg.get("validation_split"):
         raise ValueError("early_stopping, monitor and averaging (--early-stopping, --monitor, --averaging) need "
                          "validation_split "

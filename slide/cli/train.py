@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..datasets.fingerprint import check_unchanged, fingerprint
+from ..epoch_average import NO_AVERAGING
 from ..network import TrainingDiverged, TrainingInterrupted
 from ..run_identity import check_checkpoint_belongs
 from ..settings import NETWORK, RUN
@@ -91,7 +92,7 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
                                 final_eval_samples=cfg.get("final_eval_samples"),
                                 on_divergence=cfg.get("on_divergence", "stop"), progress=not args.quiet,
                                 early_stopping=cfg.get("early_stopping"), monitor=cfg.get("monitor", "P@1"),
-                                averaging=cfg.get("averaging") or "off",
+                                averaging=cfg.get("averaging") or NO_AVERAGING,
                                 # runs from before these settings existed resume with their defaults
                                 eval_budget=cfg.get("eval_budget", RUN["eval_budget"].default),
                                 final_model_optimizer=cfg.get("final_model_optimizer", False))

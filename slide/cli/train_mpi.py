@@ -21,6 +21,7 @@ from typing import Any, Optional
 from .. import runs
 from ..datasets.synthetic import Split
 from ..datasets.fingerprint import fingerprint
+from ..epoch_average import NO_AVERAGING
 from ..distributed.xc_ranges import read_xc_shares
 from ..distributed.agree import RankError, on_every_rank, same_files
 from ..distributed.rows import check_rows, first_rows, held_out_share
@@ -206,7 +207,7 @@ def _main(args: argparse.Namespace, comm) -> int:
         # `is None`, not `if validation`: a rank may hold none of the rows, and still evaluates
         judged = {} if validation is None else dict(
             validation_data=(validation.X, validation.Y), early_stopping=cfg.get("early_stopping"),
-            monitor=cfg.get("monitor", "P@1"), averaging=cfg.get("averaging") or "off")
+            monitor=cfg.get("monitor", "P@1"), averaging=cfg.get("averaging") or NO_AVERAGING)
         history = net.fit(train.X, train.Y, epochs=epochs - done, batch_size=cfg["batch_size"], **judged,
                           progress=not args.quiet, callback=after_epoch, shuffle=cfg.get("shuffle", True))
         spent["fusion_seconds"] = history.fusion_seconds

@@ -17,7 +17,7 @@ from ..atomic_files import remove_stale_temporaries
 from ..best_epoch import BestEpoch
 from ..datasets.stream import Stream, training_points
 from ..datasets.synthetic import Split
-from ..epoch_average import first_averaged_epoch
+from ..epoch_average import NO_AVERAGING, first_averaged_epoch
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
 from ..plots import plot_progress
@@ -115,7 +115,7 @@ class RunLoop:
         # Epochs are judged on the same held-out points every time, at most eval_samples of them, so
         # judging costs what a test evaluation does however many points the split held out.
         self.validation_split = None if validation is None else _subsample(validation, s.eval_samples, seed=3)
-        self.average = None if validation is None or s.averaging == "off" else \
+        self.average = None if validation is None or s.averaging == NO_AVERAGING else \
             read_average(net, run_dir, pos.average, first_averaged_epoch(s.epochs))
         self.validation = None if validation is None else Validation(
             net, self.validation_split.X, self.validation_split.Y, monitor=s.monitor, patience=s.early_stopping,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..epoch_average import NO_AVERAGING
 from ..settings import RUN
 
 
@@ -26,7 +27,7 @@ class RunSettings:
     progress: bool = True
     early_stopping: Optional[int] = None  # epochs without a better validation monitor before stopping
     monitor: str = "P@1"
-    averaging: str = "off"  # "swa": validation also judges the mean of the epochs since the first quarter
+    averaging: str = NO_AVERAGING  # "swa": validation also judges the mean of the epochs since the first quarter
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:

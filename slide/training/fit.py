@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 from ..callbacks import CallbackList
 from ..datasets.stream import Stream, training_points
 from ..early_stopping import check_monitor, restore, snapshot
-from ..epoch_average import AVERAGING, EpochAverage, first_averaged_epoch
+from ..epoch_average import AVERAGING, NO_AVERAGING, EpochAverage, first_averaged_epoch
 from ..model.checks import check_int
 from ..model.data import hold_out, validation_pair
 from ..model.errors import TrainingInterrupted
@@ -27,16 +27,16 @@ log = logging.getLogger("slide")
 def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 128,
         validation_data: Optional[tuple] = None, validation_split: float = 0.0, validation_mode: str = "dense",
         early_stopping: Optional[int] = None, monitor: str = "P@1", restore_best: bool = True,
-        averaging: str = "off", shuffle: bool = True, progress: bool = True, callback=None,
+        averaging: str = NO_AVERAGING, shuffle: bool = True, progress: bool = True, callback=None,
         callbacks: Optional[Sequence[Any]] = None) -> History:
     """Train `net` (see `Network.fit`, which documents every argument)."""
     _check_arguments(epochs, batch_size, validation_mode, callback, validation_split, validation_data,
                      early_stopping, averaging)
     hooks = CallbackList(callbacks)
     source, data, val = _sources(net, X, Y, epochs, batch_size, validation_data, validation_split, shuffle)
-    if val is None and (early_stopping is not None or monitor != "P@1" or averaging != "off"):
+    if val is None and (early_stopping is not None or monitor != "P@1" or averaging != NO_AVERAGING):
         raise ValueError("early_stopping, monitor and averaging need validation_data or validation_split")
-    if averaging != "off" and not restore_best:
+    if averaging != NO_AVERAGING and not restore_best:
         raise ValueError("averaging='swa' needs restore_best=True: the run ends with the mean when it is the best")
     check_monitor(monitor, net._ranks(None))
     n = source.samples_per_epoch
