@@ -10,7 +10,9 @@ from pathlib import Path
 
 from ..datasets.fingerprint import check_unchanged, fingerprint
 from ..epoch_average import NO_AVERAGING
+from ..model.checks import ranks_for
 from ..network import TrainingDiverged, TrainingInterrupted
+from ..prediction.methods import fusion_monitor
 from ..run_identity import check_checkpoint_belongs
 from ..settings import NETWORK, RUN
 from .. import runs
@@ -106,13 +108,13 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
     except TrainingDiverged as e:
         print(f"slide: error: {e}", file=sys.stderr)
         return 3
+    picked = f" (the best on validation, {fusion_monitor(ranks_for(None, net.output_dim))})" if source.validation else ""
     if final.get("neighbour_weight") is not None:
         print(f"predictions fuse the {net.neighbours} nearest training points' labels, weight "
-              f"{final['neighbour_weight']:g}" + (" (the best on validation)" if source.validation else ""), flush=True)
+              f"{final['neighbour_weight']:g}{picked}", flush=True)
     if final.get("rerank_weight") is not None:
         print(f"predictions re-rank the network's {net.rerank} best labels with per-label linear classifiers, "
-              f"weight {final['rerank_weight']:g}" + (" (the best on validation)" if source.validation else ""),
-              flush=True)
+              f"weight {final['rerank_weight']:g}{picked}", flush=True)
     if final.get("best_epoch") is not None:
         what = f"epoch {final['best_epoch']}" if final.get("averaged_from") is None else \
             f"the mean of epochs {final['averaged_from']} to {final['best_epoch']}"

@@ -228,8 +228,7 @@ class RunLoop:
         announced = _after_training(net, memory)
         if announced:
             print(announced, flush=True)
-        net.fit_fusion(*training_points(memory), None if val is None else (val.X, val.Y), monitor=self.s.monitor,
-                       progress=self.s.progress)
+        net.fit_fusion(*training_points(memory), None if val is None else (val.X, val.Y), progress=self.s.progress)
         if net.neighbours and net.memory is not None:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:

@@ -65,7 +65,7 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     if kept and (validation.tracker.best_at != len(history.epochs) or validation.best_is_average):
         restore(net, kept["parameters"])
         history.restored_best = True
-    _remember(net, X if data is None else data, val, monitor, validation_mode, history, progress)
+    _remember(net, X if data is None else data, val, validation_mode, history, progress)
     hooks.call("on_train_end", net, history)
     return history
 
@@ -158,7 +158,7 @@ def _epoch_metrics(epoch: int, loop: TrainingLoop) -> dict[str, Any]:
             "active_per_sample": totals["active"] / counted}
 
 
-def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validation_mode: str,
+def _remember(net: Any, data: Any, val: Optional[tuple], validation_mode: str,
               history: History, progress: bool = False) -> None:
     """With `neighbours`, the training points become the vote's memory; with `rerank`, they train
     the re-ranker (`data` in memory, or a Stream read shard by shard; under MPI each rank's share,
@@ -171,7 +171,7 @@ def _remember(net: Any, data: Any, val: Optional[tuple], monitor: str, validatio
                  "fit_reranker() with the points")
         return
     t0 = time.perf_counter()
-    scores = net.fit_fusion(*training_points(data), val, monitor=monitor, mode=validation_mode,
+    scores = net.fit_fusion(*training_points(data), val, mode=validation_mode,
                             progress=progress and net.ranks.speaks)
     history.fusion_seconds = time.perf_counter() - t0
     if scores is not None and net.neighbours and net.memory is not None:  # each vote weight's score at the

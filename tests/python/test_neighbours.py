@@ -296,3 +296,27 @@ def test_one_query_voted_for_thousands_of_labels_ranks_the_same_and_is_sorted_no
     monkeypatch.setattr(Fusion, "_top_padded", lambda self, *a: padded.append(1))
     fusion.top(1.0, 5, 1.0)
     assert not padded
+
+
+@pytest.mark.parametrize("monitor", ["P@1", "loss"])
+def test_the_fusion_weight_is_picked_by_ndcg_at_5_whatever_picks_the_epoch(problem, monitor):
+    from slide.metrics import ranking_report
+
+    train, _ = problem
+    X, Y, Xv, Yv = train.X[:1080], train.Y[:1080], train.X[1080:], train.Y[1080:]
+    net = slide.Network(600, 800, hidden=32, neighbours=10, threads=1, seed=0)
+    history = net.fit(X, Y, epochs=2, batch_size=64, validation_data=(Xv, Yv), monitor=monitor, progress=False)
+    assert set(history.neighbour_weight_scores) == set(WEIGHTS)
+    picked = net.neighbour_weight
+    for weight, score in history.neighbour_weight_scores.items():
+        net.neighbour_weight = weight
+        ids, _ = net.predict(Xv, k=5)
+        assert ranking_report(ids, Yv, (1, 3, 5))["nDCG@5"] == pytest.approx(score, abs=1e-6), weight
+    assert history.neighbour_weight_scores[picked] == max(history.neighbour_weight_scores.values())
+
+
+def test_the_fusion_monitor_is_ndcg_at_the_deepest_rank_up_to_5():
+    from slide.prediction.methods import FUSION_MONITOR, fusion_monitor
+
+    assert fusion_monitor((1, 3, 5)) == FUSION_MONITOR == "nDCG@5"
+    assert fusion_monitor((1, 3)) == "nDCG@3" and fusion_monitor((1,)) == "nDCG@1"
