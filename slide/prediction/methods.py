@@ -159,8 +159,8 @@ class FusedPrediction:
                             ) -> dict[tuple[float, float], float]:
         """Set ``neighbour_weight`` and ``rerank_weight`` to the pair (from `slide.neighbours.WEIGHTS`
         and `slide.reranker.WEIGHTS`) with the best `monitor` (None: `FUSION_MONITOR`) on X, Y
-        (validation data); returns
-        every pair's score. Without a memory (or a re-ranker) only the other weight is tuned."""
+        (validation data); returns every pair's score. Without a memory (or a re-ranker) only the
+        other weight is tuned."""
         votes = self._can_vote()
         if not votes and self.reranker is None:
             raise ValueError("tune_fusion_weights needs a memory (neighbours > 0) or a re-ranker (rerank > 0)")

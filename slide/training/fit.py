@@ -48,7 +48,7 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     validation = None if val is None else Validation(
         net, *val, monitor=monitor, patience=early_stopping, mode=validation_mode,
         keep=(lambda network: kept.update(parameters=snapshot(network))) if restore_best else None,
-        average=EpochAverage(first_averaged_epoch(epochs)) if averaging == "swa" else None)
+        average=EpochAverage(first_averaged_epoch(epochs)) if averaging != NO_AVERAGING else None)
     on_batch = (lambda step, logs: hooks.call("on_batch_end", net, step, logs)) if hooks.wants_batches() else None
     loop = TrainingLoop(net, source, epochs=epochs, batch_size=rank_batch, segment_steps=rank_steps,
                         total_steps=steps_per_epoch * epochs if steps_per_epoch is not None else None,
