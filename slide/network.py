@@ -87,6 +87,11 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
             the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
             elsewhere) while the optimizer updates fp32 master weights. Prediction with
             ``mode="dense"`` uses the fp32 weights.
+        matmul: ``"fp32"``, or ``"bf16"``: in the batch and dense modes the output layer's three
+            matrix products per batch (logits, the gradient to the hidden layer, the weights'
+            gradient) round their inputs to BF16 and sum in fp32, where the CPU has AVX-512 BF16
+            (``vdpbf16ps``: twice an fp32 FMA's multiply-adds); elsewhere they stay fp32, as
+            does everything else (the optimizer, the weights, prediction).
         neighbours, neighbour_weight: predictions add ``neighbour_weight`` x the vote of the
             ``neighbours`` most similar training points (`remember`; 0: no vote).
         rerank, rerank_weight: `fit` then trains per-label linear classifiers on each training
@@ -114,7 +119,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         learning_rate: float = _D["learning_rate"], lr_schedule: Schedule = _D["lr_schedule"],
         lr_warmup: float = _D["lr_warmup"], lr_schedule_steps: Optional[int] = None, beta1: float = _D["beta1"],
         beta2: float = _D["beta2"], eps: float = _D["eps"], input_norm: str = _D["input_norm"],
-        input_dropout: float = _D["input_dropout"], precision: str = _D["precision"],
+        input_dropout: float = _D["input_dropout"], precision: str = _D["precision"], matmul: str = _D["matmul"],
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
         rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None,
         seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
@@ -122,8 +127,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         hidden, lsh, hidden_lsh = arguments.layers(input_dim, output_dim, hidden, mode, lsh, hidden_lsh)
         arguments.check_training(optimizer, learning_rate, lr_schedule, lr_warmup, lr_schedule_steps,
                                  (beta1, beta2, eps))
-        arguments.check_choices(input_norm, input_dropout, precision, neighbours, neighbour_weight, sparse_exchange,
-                                seed, rerank, rerank_weight)
+        arguments.check_choices(input_norm, input_dropout, precision, matmul, neighbours, neighbour_weight,
+                                sparse_exchange, seed, rerank, rerank_weight)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
@@ -131,7 +136,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         self.lr_schedule_steps = None if lr_schedule_steps is None else int(lr_schedule_steps)
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
         self.input_norm, self.input_dropout = input_norm, float(input_dropout)
-        self.precision = precision
+        self.precision, self.matmul = precision, matmul
         self.neighbours, self.neighbour_weight = int(neighbours), float(neighbour_weight)
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
         self.rerank, self.rerank_weight = int(rerank), float(rerank_weight)

@@ -145,6 +145,9 @@ NETWORK = _table(
             flag="--input-dropout", default=0.0),
     Setting("precision", "str", "fp32, or bf16: training reads BF16 copies of the weight rows",
             choices=("fp32", "bf16"), flag="--precision", default="fp32"),
+    Setting("matmul", "str", "the output layer's matrix products in the batch and dense modes: fp32, or bf16 "
+            "(inputs rounded to BF16, sums in fp32: twice the multiply-adds per instruction on CPUs with AVX-512 "
+            "BF16; elsewhere fp32)", choices=("fp32", "bf16"), flag="--matmul", default="fp32"),
     Setting("sparse_exchange", "str", "under MPI, how the ranks sum the embedding's sparse gradient: allgather "
             "(every rank sends its rows to every other), allreduce (the union of the rows, summed) or auto (the "
             "one that moves fewer bytes for each batch)", choices=("auto", "allgather", "allreduce"),

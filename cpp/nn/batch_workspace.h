@@ -43,6 +43,16 @@ struct BatchWorkspace {
   std::vector<float> row_max, row_sum, loss;  // B: softmax statistics and per-sample loss
   std::vector<float> local_max, row_scale;    // B: this shard's max; exp(z - local max) to probability
   std::vector<float> scratch;           // threads x ldc: exponentials that are only summed
+  // bf16_matmul: the three products' BF16 operands (K2 = K rounded up to even, B2 likewise; a
+  // k-pair is two BF16 values in one word, as simd/kernels.h's gemm_bf16 reads them).
+  std::vector<std::uint16_t> hidden_bf16;    // B x ldh: top hidden activations
+  std::vector<std::uint16_t> hidden_pairs;   // B2/2 x 2 ldh: the same, samples in pairs
+  std::vector<std::uint16_t> weights_bf16;   // C x ldh: the chunk's weight rows
+  std::vector<std::uint32_t> weight_words_t; // K2/2 x ldc words: the chunk's rows transposed, hidden units in pairs
+  std::vector<std::uint16_t> weight_pairs;   // C2/2 x 2 ldh: the chunk's rows, outputs in pairs
+  std::vector<std::uint16_t> logits_bf16;    // B x ldc: dL/dlogits
+  std::vector<std::uint16_t> logits_t_bf16;  // C x B2: dL/dlogits transposed
+  std::vector<float> bias_grad;              // C: the chunk's bias gradients, summed over the batch
 };
 
 }  // namespace slide

@@ -26,6 +26,10 @@ struct NetworkConfig {
   // precision="bf16": the forward and backward passes read BF16 copies of the weight rows, which
   // the optimizer refreshes from the fp32 master weights it updates.
   bool bf16_weights = false;
+  // matmul="bf16": the batch-shared output layer's three matrix products round their inputs to
+  // BF16 and sum in fp32, where the CPU multiplies BF16 in hardware (simd/kernels.h,
+  // bf16_matmul_native); elsewhere they stay fp32.
+  bool bf16_matmul = false;
   // Each sample's feature values are scaled to unit L2 norm before the embedding (training and
   // inference alike), as tree and linear XC methods do with tf-idf rows.
   bool l2_normalize_input = false;

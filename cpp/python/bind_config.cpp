@@ -71,6 +71,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("threads", &NetworkConfig::threads)
       .def_readwrite("seed", &NetworkConfig::seed)
       .def_readwrite("bf16_weights", &NetworkConfig::bf16_weights)
+      .def_readwrite("bf16_matmul", &NetworkConfig::bf16_matmul)
       .def_readwrite("l2_normalize_input", &NetworkConfig::l2_normalize_input)
       .def_readwrite("input_dropout", &NetworkConfig::input_dropout)
       .def_readwrite("output_shard", &NetworkConfig::output_shard)

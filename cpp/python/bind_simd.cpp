@@ -98,6 +98,16 @@ void bind_simd(py::module_& m) {
                n = static_cast<std::size_t>(b.shape(1)), ldc = static_cast<std::size_t>(c.shape(1));
     level_kernels(level).gemm(m, n, k, a.data(), k, b.data(), n, c.mutable_data(), ldc, accumulate);
   });
+  // a: m x k BF16 (k even); b: B's k-pairs, k/2 x 2n (kernels.h); c: m x >= n.
+  m.def("_kernel_gemm_bf16", [](const std::string& level, const H& a, const H& b, F c, bool accumulate) {
+    SLIDE_REQUIRE(a.ndim() == 2 && b.ndim() == 2 && c.ndim() == 2, "gemm_bf16 takes 2-d arrays");
+    SLIDE_REQUIRE(a.shape(1) % 2 == 0 && b.shape(1) % 2 == 0, "gemm_bf16 takes an even depth and pairs of B's rows");
+    SLIDE_REQUIRE(a.shape(1) == 2 * b.shape(0) && c.shape(0) == a.shape(0) && 2 * c.shape(1) >= b.shape(1),
+                  "gemm_bf16 shapes do not match");
+    const auto m = static_cast<std::size_t>(a.shape(0)), k = static_cast<std::size_t>(a.shape(1)),
+               n = static_cast<std::size_t>(b.shape(1)) / 2, ldc = static_cast<std::size_t>(c.shape(1));
+    level_kernels(level).gemm_bf16(m, n, k, a.data(), k, b.data(), 2 * n, c.mutable_data(), ldc, accumulate);
+  });
   m.def("_kernel_int8_scores", [](const std::string& level, const py::array_t<std::int8_t, py::array::c_style>& w,
                                    const py::array_t<std::uint8_t, py::array::c_style>& h) {
     SLIDE_REQUIRE(w.ndim() == 2 && h.ndim() == 2 && w.shape(1) == h.shape(1), "int8 scores take (rows, depth) and (samples, depth)");

@@ -68,7 +68,18 @@ struct Kernels {
   bool (*int8_upper)(const std::int32_t* acc, std::size_t n, const float* step, const float* sample_term,
                      const float* half_step, float row_scale, float row_offset, float row_term, const float* bar,
                      float* upper);
+  // The GEMM above from BF16 inputs with fp32 sums: A (m x k) row-major BF16, B in k-pairs (row p of
+  // b holds B[2p][j], B[2p + 1][j] at 2j, 2j + 1: the layout vdpbf16ps multiplies), k even (a
+  // caller pads a zero), lda and ldb even, counted in BF16 values. Products of two BF16 values are
+  // exact in fp32, so levels differ only by summation order. Only avx512_bf16 has its own (twice
+  // the multiply-adds of an fp32 FMA per instruction); the others run the scalar code, and the
+  // engine takes this path only where it is native (bf16_matmul_native).
+  void (*gemm_bf16)(std::size_t m, std::size_t n, std::size_t k, const bf16* a, std::size_t lda, const bf16* b,
+                    std::size_t ldb, float* c, std::size_t ldc, bool accumulate);
 };
+
+// Whether `k` multiplies BF16 matrices in hardware, so that rounding to BF16 buys speed.
+inline bool bf16_matmul_native(const Kernels& k) { return k.level == SimdLevel::kAvx512Bf16; }
 
 constexpr std::size_t kInt8Depth = 64;
 constexpr int kInt8SampleMax = 63;

@@ -346,7 +346,8 @@ void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, int8_scores, int8_upper};
+  static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, int8_scores, int8_upper,
+                         scalar_kernels().gemm_bf16};
   return k;
 }
 

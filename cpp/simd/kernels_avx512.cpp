@@ -245,7 +245,7 @@ const Kernels& avx512_kernels() {
   // The AVX2 int8 kernels serve here: 512-bit (or VNNI) ones wait for a CPU to test them on.
   static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16,
                          dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, avx2_kernels().int8_scores,
-                         avx2_kernels().int8_upper};
+                         avx2_kernels().int8_upper, scalar_kernels().gemm_bf16};
   return k;
 }
 

@@ -108,6 +108,21 @@ inline void int8_scores(std::size_t rows, std::size_t samples, std::size_t depth
     }
 }
 
+// Each pair of products in the order vdpbf16ps adds them (the odd one first); both are exact.
+inline void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, const std::uint16_t* a, std::size_t lda,
+                      const std::uint16_t* b, std::size_t ldb, float* c, std::size_t ldc, bool accumulate) {
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      float s = accumulate ? c[i * ldc + j] : 0.0f;
+      for (std::size_t p = 0; p + 1 < k; p += 2) {
+        const std::uint16_t* pair = b + (p / 2) * ldb + 2 * j;
+        s += from_bf16(a[i * lda + p + 1]) * from_bf16(pair[1]);
+        s += from_bf16(a[i * lda + p]) * from_bf16(pair[0]);
+      }
+      c[i * ldc + j] = s;
+    }
+}
+
 inline bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step, const float* sample_term,
                        const float* half_step, float row_scale, float row_offset, float row_term, const float* bar,
                        float* upper) {

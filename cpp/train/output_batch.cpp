@@ -8,6 +8,7 @@
 #include "common/aligned_array.h"
 #include "common/parallel.h"
 #include "simd/kernels.h"
+#include "train/bf16_operands.h"
 #include "train/parallel_rows.h"
 
 namespace slide {
@@ -40,7 +41,9 @@ class OutputBatch {
         K_(p_.cols),
         ldh_(padded_stride(p_.cols)),
         comm_(net.collective()),
-        shard_(net.config().output_shard) {}
+        shard_(net.config().output_shard),
+        bf16_(net.config().bf16_matmul && bf16_matmul_native(k_)),
+        K2_(K_ + (K_ & 1)) {}
 
   BatchStats run(std::size_t samples) {
     BatchStats stats;
@@ -50,6 +53,7 @@ class OutputBatch {
     hash_samples();
     if (comm_) share_samples();  // B_ becomes every rank's samples
     if (B_ == 0) return stats;
+    if (bf16_) hidden_operands();
     stats.retrieved = static_cast<std::int64_t>(choose_outputs()) * static_cast<std::int64_t>(B_);
     output_gradients();
     stats.samples = static_cast<std::int64_t>(B_);
@@ -93,6 +97,19 @@ class OutputBatch {
     return retrieved;
   }
 
+  // bf16_matmul: the batch's hidden activations as the logits product's A (row-major) and the
+  // weight gradient's B (samples in pairs). Padding stays zero: hidden's columns past K are.
+  void hidden_operands() {
+    w_.hidden_bf16.resize(B_ * ldh_);
+    k_.to_bf16(w_.hidden.data(), w_.hidden_bf16.data(), B_ * ldh_);
+    const std::size_t pairs = (B_ + 1) / 2;
+    w_.hidden_pairs.resize(pairs * 2 * ldh_);
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(pairs, team, t, 1);
+      interleave_row_pairs(w_.hidden_bf16.data(), B_, ldh_, ldh_, r.begin, r.end, w_.hidden_pairs.data(), 2 * ldh_);
+    });
+  }
+
   // Logits of output positions [c0, c0 + nc) for every sample, bias included, into w_.logits.
   void chunk_logits(std::size_t c0, std::size_t nc) {
     const bool gather = ids_ != nullptr;
@@ -100,6 +117,15 @@ class OutputBatch {
       const Range r = share(nc, team, t, 16);
       for (std::size_t n = r.begin; n < r.end; ++n) {
         const std::uint32_t j = neuron(c0 + n);
+        w_.bias[n] = p_.bias[j];
+        if (bf16_) {  // the row rounded once; both products read it, transposed and in pairs
+          bf16* row = &w_.weights_bf16[n * ldh_];
+          if (p_.has_bf16()) std::copy(p_.row_bf16(j), p_.row_bf16(j) + K_, row);
+          else k_.to_bf16(p_.row(j), row, K_);
+          if (K2_ != K_) row[K_] = 0;
+          scatter_row_words(row, K2_ / 2, n, w_.weight_words_t.data(), ldc_);
+          continue;
+        }
         const float* row = p_.row(j);
         if (p_.has_bf16()) {  // precision="bf16": the passes read the rounded copy, as per sample
           k_.from_bf16(p_.row_bf16(j), &w_.weights[n * ldh_], K_);
@@ -108,12 +134,16 @@ class OutputBatch {
           std::copy(row, row + K_, &w_.weights[n * ldh_]);
         }
         for (std::size_t q = 0; q < K_; ++q) w_.weights_t[q * ldc_ + n] = row[q];
-        w_.bias[n] = p_.bias[j];
       }
     });
     parallel_team(T_, [&](int t, int team) {
       const Range r = share(nc, team, t, 32);
-      if (r.end > r.begin)
+      if (r.end == r.begin) return;
+      if (bf16_)
+        k_.gemm_bf16(B_, r.end - r.begin, K2_, w_.hidden_bf16.data(), ldh_,
+                     reinterpret_cast<const bf16*>(w_.weight_words_t.data()) + 2 * r.begin, 2 * ldc_,
+                     &w_.logits[r.begin], ldc_, false);
+      else
         k_.gemm(B_, r.end - r.begin, K_, w_.hidden.data(), ldh_, &w_.weights_t[r.begin], ldc_, &w_.logits[r.begin],
                 ldc_, false);
     });
@@ -167,6 +197,7 @@ class OutputBatch {
 
   // dL/dhidden += G W, and the chunk's weight and bias gradients G^T H.
   void chunk_backward(std::size_t c0, std::size_t nc) {
+    if (bf16_) return chunk_backward_bf16(c0, nc);
     const bool gathered = ids_ != nullptr;
     const bool copied = gathered || p_.has_bf16();  // the chunk's rows sit in w_.weights
     const float* wa = copied ? w_.weights.data() : p_.row(static_cast<std::uint32_t>(c0));
@@ -209,14 +240,76 @@ class OutputBatch {
     });
   }
 
+  // chunk_backward from BF16 operands: G rounded once, row-major for dL/dhidden and transposed for
+  // the weight gradient; the bias gradient sums the fp32 G.
+  void chunk_backward_bf16(std::size_t c0, std::size_t nc) {
+    const bool gathered = ids_ != nullptr;
+    const std::size_t nc2 = nc + (nc & 1), B2 = B_ + (B_ & 1);
+    parallel_team(T_, [&](int t, int team) {
+      const Range rows = share(B_, team, t, 1);
+      for (std::size_t b = rows.begin; b < rows.end; ++b) {
+        k_.to_bf16(&w_.logits[b * ldc_], &w_.logits_bf16[b * ldc_], nc);
+        if (nc2 != nc) w_.logits_bf16[b * ldc_ + nc] = 0;
+      }
+      const Range pairs = share(nc2 / 2, team, t, 1);
+      interleave_row_pairs(w_.weights_bf16.data(), nc, K2_, ldh_, pairs.begin, pairs.end, w_.weight_pairs.data(),
+                           2 * ldh_);
+    });
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(B_, team, t, 1);
+      if (r.end > r.begin)
+        k_.gemm_bf16(r.end - r.begin, K_, nc2, &w_.logits_bf16[r.begin * ldc_], ldc_, w_.weight_pairs.data(), 2 * ldh_,
+                     &w_.hidden_delta[r.begin * ldh_], ldh_, c0 > 0);
+    });
+    parallel_team(T_, [&](int t, int team) {
+      const Range r = share(nc, team, t, 6);
+      if (r.end == r.begin) return;
+      const std::size_t len = r.end - r.begin;
+      std::fill(&w_.bias_grad[r.begin], &w_.bias_grad[r.begin] + len, 0.0f);
+      for (std::size_t b = 0; b < B_; ++b) k_.axpy(1.0f, &w_.logits[b * ldc_ + r.begin], &w_.bias_grad[r.begin], len);
+      for (std::size_t n = r.begin; n < r.end; ++n) {
+        bf16* gt = &w_.logits_t_bf16[n * B2];
+        for (std::size_t b = 0; b < B_; ++b) gt[b] = w_.logits_bf16[b * ldc_ + n];
+        if (B2 != B_) gt[B_] = 0;
+      }
+      const bf16* gt = &w_.logits_t_bf16[r.begin * B2];
+      if (!gathered)
+        k_.gemm_bf16(len, K_, B2, gt, B2, w_.hidden_pairs.data(), 2 * ldh_,
+                     p_.grad_row(static_cast<std::uint32_t>(c0 + r.begin)), p_.stride, true);
+      else
+        k_.gemm_bf16(len, K_, B2, gt, B2, w_.hidden_pairs.data(), 2 * ldh_, &w_.weight_grad[r.begin * ldh_], ldh_,
+                     false);
+      std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
+      for (std::size_t n = r.begin; n < r.end; ++n) {
+        const std::uint32_t j = neuron(c0 + n);
+        p_.bias_grad[j] += w_.bias_grad[n];
+        if (!gathered) continue;
+        k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
+        if (p_.claim(j)) {
+          touched.push_back(j);
+          out_.index()->mark_updated(j);
+        }
+      }
+    });
+  }
+
   void output_gradients() {
     const std::size_t chunk = std::min(N_, kChunk);
     ldc_ = chunk_stride(chunk);
     w_.logits.resize(B_ * ldc_);
-    w_.logits_t.resize(chunk * B_);
-    w_.weights_t.resize(K_ * ldc_);
     w_.bias.resize(chunk);
-    if (ids_ || p_.has_bf16()) w_.weights.resize(chunk * ldh_);
+    if (bf16_) {
+      w_.weights_bf16.resize(chunk * ldh_);
+      w_.weight_words_t.resize(K2_ / 2 * ldc_);
+      w_.weight_pairs.resize((chunk + 1) / 2 * 2 * ldh_);
+      w_.logits_bf16.resize(B_ * ldc_);
+      w_.logits_t_bf16.resize(chunk * (B_ + (B_ & 1)));
+      w_.bias_grad.resize(chunk);
+    } else {
+      w_.logits_t.resize(chunk * B_);
+      w_.weights_t.resize(K_ * ldc_);
+      if (ids_ || p_.has_bf16()) w_.weights.resize(chunk * ldh_);
+    }
     if (ids_) w_.weight_grad.resize(chunk * ldh_);
     w_.hidden_delta.assign(B_ * ldh_, 0.0f);
     w_.row_max.assign(B_, -std::numeric_limits<float>::infinity());
@@ -338,6 +431,8 @@ class OutputBatch {
   const std::size_t K_, ldh_;
   Collective* const comm_;
   const OutputShard shard_;
+  const bool bf16_;       // bf16_matmul on a CPU that multiplies BF16 in hardware
+  const std::size_t K2_;  // K rounded up to even: the BF16 products' depth over hidden units
   std::size_t B_ = 0, N_ = 0, ldc_ = 0;
   int L_ = 0;
   const std::uint32_t* ids_ = nullptr;

@@ -12,7 +12,7 @@ def config_of(net: Any) -> dict[str, Any]:
         raise ValueError("a network with a callable lr_schedule cannot be serialised; use a named schedule")
     names = ("input_dim", "output_dim", "optimizer", "learning_rate", "lr_schedule", "lr_warmup",
              "lr_schedule_steps", "beta1", "beta2", "eps", "input_norm", "input_dropout", "precision",
-             "neighbours", "neighbour_weight", "rerank", "rerank_weight", "threads", "seed", "sparse_exchange")
+             "matmul", "neighbours", "neighbour_weight", "rerank", "rerank_weight", "threads", "seed", "sparse_exchange")
     config = {name: getattr(net, name) for name in names}
     config.update(hidden=list(net.hidden), lsh=net.lsh.to_dict() if net.lsh else None,
                   hidden_lsh=[c.to_dict() if c else None for c in net.hidden_lsh])
@@ -21,6 +21,7 @@ def config_of(net: Any) -> dict[str, Any]:
 
 def describe(net: Any) -> str:
     """One line: the layers, how the output trains, the optimizer, precision, threads and rank."""
+    matmul = ", bf16 matmul" if net.matmul == "bf16" else ""
     out = f"sampled by {net.lsh.family.upper()} (K={net.lsh.k}, L={net.lsh.l})" if net.lsh else "dense"
     if net.mode == "batch":
         out += (f" per batch (batch_active={net.lsh.batch_active}, "
@@ -30,5 +31,5 @@ def describe(net: Any) -> str:
     ranks = "" if net.comm is None else (f", rank {net.comm.rank} of {net.comm.size} holding outputs "
                                           f"[{net.output_shard[0]}, {sum(net.output_shard)})")
     return (f"Network({net.input_dim} -> {' -> '.join(map(str, net.hidden))} -> {net.output_dim}, "
-            f"output {out}, {net.optimizer}, lr={net.learning_rate:g}, {net.precision}, threads={net.threads}"
+            f"output {out}, {net.optimizer}, lr={net.learning_rate:g}, {net.precision}{matmul}, threads={net.threads}"
             f"{ranks})")

@@ -25,6 +25,7 @@ def engine_config(net: Any) -> NetworkConfig:
     c.threads = net.threads
     c.seed = net.seed
     c.bf16_weights = net.precision == "bf16"
+    c.bf16_matmul = net.matmul == "bf16"
     c.l2_normalize_input = net.input_norm == "l2"
     c.input_dropout = net.input_dropout
     return c

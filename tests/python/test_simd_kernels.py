@@ -187,6 +187,44 @@ def test_gemm_packed_panels(level, m, n, k):
     _gemm_against_scalar(level, m, n, k, spare_columns=3)
 
 
+def _k_pairs(b):
+    """B (k x n, k even) in k-pairs, the BF16 GEMM's layout: row p holds B[2p][j], B[2p + 1][j] at
+    2j, 2j + 1."""
+    k, n = b.shape
+    return np.ascontiguousarray(b.reshape(k // 2, 2, n).transpose(0, 2, 1).reshape(k // 2, 2 * n))
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("m, n, k", [(1, 1, 2), (5, 15, 16), (6, 32, 128), (7, 33, 130), (13, 129, 64),
+                                     (12, 300, 600), (40, 529, 2), (11, 600, 64), (3, 17, 0)])
+def test_gemm_bf16(level, m, n, k):
+    """The BF16 GEMM against the scalar code and against float64 on the BF16 values (each product
+    is exact, so only the fp32 sums round), fresh and accumulating, with C's spare columns left
+    alone: ragged tiles, 6-row strips, packed panels (n > 256 with 12+ rows), depths past the
+    256-pair block."""
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    to_bf16 = lambda x: _core._kernel_to_bf16("scalar", x.astype(np.float32).ravel()).reshape(x.shape)
+    a, b = to_bf16(rng.standard_normal((m, k))), to_bf16(rng.standard_normal((k, n)))
+    widen = lambda h: _core._kernel_from_bf16("scalar", h.ravel()).reshape(h.shape).astype(np.float64)
+    exact = widen(a) @ widen(b)
+    c0 = rng.standard_normal((m, n + 3)).astype(np.float32)
+    tol = 1e-5 * np.sqrt(k + 1)
+    for accumulate in (False, True):
+        ref, got = c0.copy(), c0.copy()
+        _core._kernel_gemm_bf16("scalar", a, _k_pairs(b), ref, accumulate)
+        _core._kernel_gemm_bf16(level, a, _k_pairs(b), got, accumulate)
+        want = exact + (c0[:, :n] if accumulate else 0)
+        np.testing.assert_allclose(ref[:, :n], want, rtol=1e-5, atol=tol)
+        np.testing.assert_allclose(got[:, :n], want, rtol=1e-5, atol=tol)
+        assert (got[:, n:] == c0[:, n:]).all() and (ref[:, n:] == c0[:, n:]).all()
+
+
+def test_gemm_bf16_refuses_an_odd_depth():
+    with pytest.raises(ValueError, match="even depth"):
+        _core._kernel_gemm_bf16("scalar", np.zeros((2, 3), np.uint16), np.zeros((1, 4), np.uint16),
+                                np.zeros((2, 2), np.float32), False)
+
+
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
 @pytest.mark.parametrize("n", [1, 15, 17, 33])
 def test_gemm_writes_nothing_past_the_last_column(level, n):
