@@ -38,6 +38,7 @@ class LayerSettings:
     eps: float
     precision: str
     seed: int
+    matmul: str = NETWORK["matmul"].default  # a field added later: layers pickled before it are fp32
 
     @property
     def mode(self) -> str:
@@ -51,7 +52,8 @@ class LayerSettings:
 
 
 def layer_settings(in_features: Any, n_labels: Any, mode: str, lsh: Optional[LSHConfig], optimizer: str,
-                   betas: tuple[Any, Any], eps: Any, precision: str, seed: Any) -> LayerSettings:
+                   betas: tuple[Any, Any], eps: Any, precision: str, seed: Any,
+                   matmul: str = NETWORK["matmul"].default) -> LayerSettings:
     """The constructor's arguments checked (ValueError naming the argument)."""
     check_int("in_features", in_features, 1, MAX_DIM)
     check_int("n_labels", n_labels, 2, MAX_DIM)
@@ -63,9 +65,10 @@ def layer_settings(in_features: Any, n_labels: Any, mode: str, lsh: Optional[LSH
     beta1 = NETWORK["beta1"].check(betas[0], "betas[0]")
     beta2 = NETWORK["beta2"].check(betas[1], "betas[1]")
     NETWORK["precision"].check(precision, "precision")
+    NETWORK["matmul"].check(matmul, "matmul")
     check_int("seed", seed, 0, MAX_SEED)
     return LayerSettings(int(in_features), int(n_labels), None if lsh is None else asdict(lsh), optimizer,
-                         beta1, beta2, NETWORK["eps"].check(eps, "eps"), precision, int(seed))
+                         beta1, beta2, NETWORK["eps"].check(eps, "eps"), precision, int(seed), matmul)
 
 
 def build_engine(s: LayerSettings, threads: Optional[int]) -> Engine:
@@ -76,6 +79,7 @@ def build_engine(s: LayerSettings, threads: Optional[int]) -> Engine:
     c.threads = checked_threads(threads)
     c.seed = s.seed
     c.bf16_weights = s.precision == "bf16"
+    c.bf16_matmul = s.matmul == "bf16"
     return Engine(c)
 
 

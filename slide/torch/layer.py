@@ -45,6 +45,9 @@ class ExtremeOutput(torch.nn.Module):
         lr: the optimizer's learning rate (``layer.optimizer.param_groups[0]["lr"]``).
         betas, eps: Adam's moment decays and Adam's/Adagrad's denominator floor.
         precision: ``"fp32"``, or ``"bf16"`` (passes read BF16 copies of the weights).
+        matmul: ``"fp32"``, or ``"bf16"``: the layer's three matrix products per batch round their
+            inputs to BF16 and sum in fp32 on CPUs with AVX-512 BF16 (`slide.Network`'s
+            ``matmul``); elsewhere fp32.
         threads: engine threads (default: every CPU this process may use).
         seed: seeds the weights and hash functions.
     """
@@ -54,10 +57,11 @@ class ExtremeOutput(torch.nn.Module):
                  lr: float = NETWORK["learning_rate"].default,
                  betas: tuple[float, float] = (NETWORK["beta1"].default, NETWORK["beta2"].default),
                  eps: float = NETWORK["eps"].default, precision: str = NETWORK["precision"].default,
-                 threads: Optional[int] = None, seed: int = 0) -> None:
+                 matmul: str = NETWORK["matmul"].default, threads: Optional[int] = None, seed: int = 0) -> None:
         super().__init__()
         NETWORK["learning_rate"].check(lr, "lr")
-        self._settings = layer_settings(in_features, n_labels, mode, lsh, optimizer, betas, eps, precision, seed)
+        self._settings = layer_settings(in_features, n_labels, mode, lsh, optimizer, betas, eps, precision, seed,
+                                        matmul)
         self._engine = build_engine(self._settings, threads)
         self._lock = threading.Lock()
         self._staged = StagedGradient()
@@ -78,7 +82,8 @@ class ExtremeOutput(torch.nn.Module):
     def extra_repr(self) -> str:
         s = self._settings
         return (f"in_features={s.in_features}, n_labels={s.n_labels}, mode={s.mode!r}, "
-                f"optimizer={s.optimizer!r}, lr={self.optimizer.param_groups[0]['lr']}")
+                f"optimizer={s.optimizer!r}, lr={self.optimizer.param_groups[0]['lr']}"
+                + (", matmul='bf16'" if s.matmul == "bf16" else ""))
 
     def forward(self, hidden: torch.Tensor, labels: Any) -> torch.Tensor:
         """Mean softmax cross-entropy of the rows of `hidden` that have labels (0 if none).
@@ -211,6 +216,8 @@ class ExtremeOutput(torch.nn.Module):
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"not an ExtremeOutput state (expected format {STATE_FORMAT!r})")
         saved = state.get("settings")
+        if isinstance(saved, dict) and "matmul" not in saved:  # saved before the setting existed: fp32
+            saved = {**saved, "matmul": NETWORK["matmul"].default}
         mine = self._settings.as_dict()
         if not isinstance(saved, dict) or set(saved) != set(mine):
             raise ValueError("ExtremeOutput state: its settings are missing or malformed")
@@ -252,7 +259,7 @@ def _rebuilt(settings: dict[str, Any], threads: int, lr: float, state: dict[str,
     s = LayerSettings(**settings)
     lsh = s.lsh_config()
     layer = ExtremeOutput(s.in_features, s.n_labels, mode=s.mode, lsh=lsh, optimizer=s.optimizer, lr=lr,
-                          betas=(s.beta1, s.beta2), eps=s.eps, precision=s.precision, threads=threads,
-                          seed=s.seed)
+                          betas=(s.beta1, s.beta2), eps=s.eps, precision=s.precision, matmul=s.matmul,
+                          threads=threads, seed=s.seed)
     layer.load_state_dict(state)
     return layer.train(training)

@@ -648,6 +648,33 @@ def test_bf16_precision_trains_on_weights_written_in_place():
     torch.testing.assert_close(loss, expected, atol=5e-2, rtol=1e-2)
 
 
+def test_bf16_matmul_gives_torch_loss_and_gradient_within_bf16_rounding():
+    """matmul="bf16": the products read BF16-rounded operands, so loss and dL/dhidden are torch's
+    within BF16's precision; on an AVX-512 BF16 CPU they differ from the fp32 layer's, elsewhere
+    they are the fp32 layer's exactly."""
+    h, y = _hidden(9), _ids(9)
+    exact = _slide_loss(_with_bias(_layer()), h, y)
+    layer = _with_bias(_layer(matmul="bf16"))
+    assert "matmul='bf16'" in repr(layer)
+    loss, grad = _slide_loss(layer, h, y)
+    ref_loss, ref_grad = _torch_loss(layer, h, y)
+    torch.testing.assert_close(loss, ref_loss, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(grad, ref_grad, atol=2e-2 * ref_grad.abs().max(), rtol=2e-2)
+    native = slide.simd_level() == "avx512_bf16"
+    assert (not torch.equal(grad, exact[1])) == native
+
+
+def test_a_state_saved_before_matmul_existed_loads_as_fp32():
+    layer = _trained()
+    state = layer.state_dict()
+    del state["_extra_state"]["settings"]["matmul"]
+    fresh = _layer(optimizer="adam", lr=0.01)
+    fresh.load_state_dict(state)
+    assert torch.equal(fresh.weight, layer.weight)
+    with pytest.raises(ValueError, match="matmul: saved 'fp32', this layer 'bf16'"):
+        _layer(optimizer="adam", lr=0.01, matmul="bf16").load_state_dict(state)
+
+
 # 8. Devices and dtypes.
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float64, 1e-5), (torch.bfloat16, 2e-2)])
