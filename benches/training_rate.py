@@ -52,12 +52,12 @@ def write_report(name: str, args, threads: int, rows: list[dict]) -> None:
 
 
 def samples_per_second(data, lsh, *, threads: int, warmup: int, samples: int, batch_size: int,
-                       optimizer: str = "adam", precision: str = "fp32") -> float:
+                       optimizer: str = "adam", precision: str = "fp32", matmul: str = "fp32") -> float:
     import slide
 
     X, Y = data
     net = slide.Network(X.shape[1], Y.shape[1], hidden=(128,), lsh=lsh, threads=threads, optimizer=optimizer,
-                        precision=precision, seed=0)
+                        precision=precision, matmul=matmul, seed=0)
     prepared = net.prepare(X, Y)
     rows = np.random.default_rng(0).permutation(X.shape[0])
     net.train_rows(prepared, rows[:warmup], batch_size=batch_size, lr=1e-3)

@@ -111,20 +111,24 @@ def time_to_accuracy(result: dict, name: str = "time_to_accuracy.json") -> str:
 def precision_cost(result: dict, name: str = "precision_cost.json") -> str:
     by_mode: dict[str, dict] = {}
     for r in result["results"]:
-        by_mode.setdefault(r["mode"], {})[(r["optimizer"], r["precision"])] = r
-    columns = [("adam", "fp32"), ("adam", "bf16"), ("sgd", "fp32"), ("sgd", "bf16")]
+        by_mode.setdefault(r["mode"], {})[(r["optimizer"], r["precision"], r.get("matmul", "fp32"))] = r
+    columns = [("adam", "fp32", "fp32"), ("adam", "bf16", "fp32"), ("adam", "fp32", "bf16"), ("sgd", "fp32", "fp32"),
+               ("sgd", "bf16", "fp32")]
     rows = []
     for mode, runs in by_mode.items():
         cells = []
         for key in columns:
-            r = runs[key]
+            r = runs.get(key)
+            if r is None:  # per sample there are no matrix products to run in BF16
+                cells.append("-")
+                continue
             cells.append(f"{integer(r['samples_per_second'])} samples/s" if key == columns[0]
                          else f"{integer(r['samples_per_second'])} ({r['vs_adam_fp32']:.2f}x)")
         rows.append([mode, *cells])
     extra = (f"{result['samples']:,} timed samples after a {result['warmup']:,}-sample warm-up, batch "
              f"{result['batch_size']}, the configurations round-robin {result['repeats']} times, medians")
     return source(name, result, extra=extra) + "\n\n" + table(
-        ["mode", "Adam fp32", "Adam bf16", "SGD fp32", "SGD bf16"], rows)
+        ["mode", "Adam fp32", "Adam bf16", "Adam, matmul bf16", "SGD fp32", "SGD bf16"], rows)
 
 
 TORCH_HEADS = {"extreme": "encoder + slide.torch.ExtremeOutput", "sampled": "encoder + PyTorch sampled softmax",
