@@ -42,7 +42,7 @@ def child(args) -> None:
     from .systems import EncoderSystem
 
     data = load(Path(args.data))
-    system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr)
+    system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr, matmul=args.matmul)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
                  checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log)
@@ -88,7 +88,7 @@ def run_child(head: str, data_dir: Path, args) -> dict:
     cmd = [sys.executable, "-m", "benches.torch_layer", "--child", head, "--data", str(data_dir), "--threads",
            str(args.threads), "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--budget",
            str(args.budget), "--max-epochs", str(args.max_epochs), "--checkpoints", str(args.checkpoints),
-           "--checkpoint-test", str(args.checkpoint_test)]
+           "--checkpoint-test", str(args.checkpoint_test), "--matmul", args.matmul]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     if r.returncode:
         raise SystemExit(f"{head} failed (exit {r.returncode}); see its output above")
@@ -132,6 +132,8 @@ def main() -> int:
     ap.add_argument("--real-set", default="debian-deps", help="a real-suite set, or '' for none")
     ap.add_argument("--real-budget", type=float, default=40.0,
                     help="training seconds per system on the real set (its 10 epochs take about 20-30 s)")
+    ap.add_argument("--matmul", choices=("fp32", "bf16"), default="fp32",
+                    help="ExtremeOutput's matrix products (slide.Network's matmul)")
     ap.add_argument("--out", type=Path, default=RESULT)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)

@@ -2,7 +2,8 @@
 embedding, Adam on the bias) ending in one of three output layers, all trained from the same
 torch loop with the same batch size, learning rate and threads:
 
-- extreme: `slide.torch.ExtremeOutput` (mode "batch": the batch's labels and its LSH candidates);
+- extreme: `slide.torch.ExtremeOutput` (mode "batch": the batch's labels and its LSH candidates;
+           its `matmul`, fp32 or bf16);
 - sampled: PyTorch sampled softmax, the batch's labels plus `negatives` shared uniform negatives,
            as one matrix product, with sparse Adam on the output rows;
 - full:    a full `nn.Linear`-style softmax over every output, Adam.
@@ -23,7 +24,7 @@ HEADS = ("extreme", "sampled", "full")
 
 class EncoderSystem(TorchLoop):
     def __init__(self, data: dict, head: str, threads: int, batch_size: int, lr: float, negatives: int = 4096,
-                 seed: int = 0) -> None:
+                 seed: int = 0, matmul: str = "fp32") -> None:
         import torch
         import torch.nn as nn
 
@@ -42,7 +43,7 @@ class EncoderSystem(TorchLoop):
         if head == "extreme":
             from slide.torch import ExtremeOutput
 
-            self.layer = ExtremeOutput(HIDDEN, self.d_out, lr=lr, threads=threads, seed=seed)
+            self.layer = ExtremeOutput(HIDDEN, self.d_out, lr=lr, matmul=matmul, threads=threads, seed=seed)
             self.opts.append(self.layer.optimizer)
             return
         sparse = head == "sampled"
