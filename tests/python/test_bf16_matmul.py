@@ -26,14 +26,16 @@ def problem():
     return make_train_test(3000, 600, 400, 33, seed=5, avg_nnz=20, avg_labels=2)
 
 
-def _one_sgd_step(problem, matmul, mode, lsh=None):
-    """Every parameter's change in one SGD step of a fresh network of odd widths (hidden 9, 33
+def _one_sgd_step(problem, matmul, mode, lsh=None, outputs=33):
+    """Every parameter's change in one SGD step of a fresh network of odd widths (hidden 9, odd
     outputs, a batch of 7), and the batch's loss."""
     train, _ = problem
     kw = dict(mode=mode) if lsh is None else dict(lsh=lsh)
-    net = slide.Network(400, 33, hidden=(9,), optimizer="sgd", learning_rate=0.5, matmul=matmul, threads=1, seed=3,
+    net = slide.Network(400, outputs, hidden=(9,), optimizer="sgd", learning_rate=0.5, matmul=matmul, threads=1, seed=3,
                         **kw)
-    data = net.prepare(train.X[:7], train.Y[:7])
+    Y = train.Y[:7].tocsr().copy()
+    Y.resize((7, outputs))  # the same labels in a wider layer
+    data = net.prepare(train.X[:7], Y)
     before = {name: w.copy() for name, w in net.weights().items()}  # weights() are views
     stats = net._core.train_batch(data.X.indptr, data.X.indices, data.X.data, data.Y.indptr, data.Y.indices,
                                   np.arange(7, dtype=np.int64), 0.5, apply=True)
@@ -43,9 +45,11 @@ def _one_sgd_step(problem, matmul, mode, lsh=None):
 
 
 @needs_native
-@pytest.mark.parametrize("mode, lsh", [("dense", None),
-                                       ("batch", slide.LSHConfig(k=2, l=8, batch_active=33, min_active=33))])
-def test_one_step_is_the_fp32_step_up_to_bf16_rounding(problem, mode, lsh):
+@pytest.mark.parametrize("mode, lsh, outputs", [
+    ("dense", None, 33),
+    ("dense", None, 8197),  # two chunks of outputs (8,192 and an odd 5): dL/dh accumulates over them
+    ("batch", slide.LSHConfig(k=2, l=8, batch_active=33, min_active=33), 33)])
+def test_one_step_is_the_fp32_step_up_to_bf16_rounding(problem, mode, lsh, outputs):
     """The three products (logits, dL/dW, dL/dh) read rounded operands: every parameter's step
     (output weights and bias, the embedding below through dL/dh) is the fp32 step within BF16's
     relative precision, and not equal to it; with a dense layer updated in place and with a sampled
@@ -53,7 +57,7 @@ def test_one_step_is_the_fp32_step_up_to_bf16_rounding(problem, mode, lsh):
     misaligned operand would move steps by their own size."""
     steps, loss = {}, {}
     for matmul in ("fp32", "bf16"):
-        steps[matmul], loss[matmul] = _one_sgd_step(problem, matmul, mode, lsh)
+        steps[matmul], loss[matmul] = _one_sgd_step(problem, matmul, mode, lsh, outputs)
     assert loss["bf16"] == pytest.approx(loss["fp32"], rel=1e-2) and loss["bf16"] != loss["fp32"]
     for name, exact in steps["fp32"].items():
         scale = np.abs(exact).max()
