@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .config import LSHConfig
 from .network import Network
 from .settings import NETWORK
-from .shape_defaults import preset_for_shape
+from .shape_defaults import held_out_settings, preset_for_shape
 
 # The network settings the estimator passes through; their defaults and ranges are the table's.
 _NETWORK_PARAMS = ("hidden", "mode", "learning_rate", "optimizer", "lr_schedule", "input_norm", "input_dropout",
@@ -70,10 +70,7 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
         fit = {"epochs": self.epochs or preset["epochs"], "batch_size": self.batch_size or preset["batch_size"],
                "validation_split": self.validation_split if self.validation_split is not None
                else preset.get("validation_split", 0.0)}
-        if fit["validation_split"] and preset.get("early_stopping"):
-            fit["early_stopping"] = preset["early_stopping"]
-        if fit["validation_split"] and preset.get("averaging"):
-            fit["averaging"] = preset["averaging"]
+        fit.update(held_out_settings(preset, fit["validation_split"]))
         return net, fit
 
     def fit(self, X, y) -> "SlideClassifier":

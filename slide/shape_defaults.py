@@ -59,6 +59,18 @@ LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "learning_rate": 3e-3, "l
                                        "rerank": RERANK_SHORTLIST, "matmul": "bf16"}
 
 
+# A preset's run settings that judge epochs on held-out points: they apply only to a run that holds some out.
+HELD_OUT_SETTINGS = ("early_stopping", "averaging")
+
+
+def held_out_settings(preset: dict[str, Any], validation_split: Optional[float]) -> dict[str, Any]:
+    """The preset's HELD_OUT_SETTINGS it sets, for a run holding out `validation_split` of its
+    points; none without held-out points. `slide train` and `SlideClassifier` both read it."""
+    if not validation_split:
+        return {}
+    return {key: preset[key] for key in HELD_OUT_SETTINGS if preset.get(key)}
+
+
 def _matmul(preset: dict[str, Any]) -> str:
     return " (BF16 matrix products where the CPU has AVX-512 BF16)" if preset.get("matmul") == "bf16" else ""
 

@@ -16,7 +16,7 @@ from ..network import Network
 from ..paths import regular_file
 from ..settings import NETWORK, RUN, SKIPGRAM, TABLES, TEXT8, check_table, defaults, parse_assignment, \
     toml_limit
-from ..shape_defaults import preset_for_shape
+from ..shape_defaults import held_out_settings, preset_for_shape
 from . import train_words
 
 # What --resume may change: how long and on how many threads the run goes on, and what it prints.
@@ -142,10 +142,9 @@ def apply_preset(cfg: dict, preset: dict) -> None:
     cfg.setdefault("batch_size", preset["batch_size"])
     if cfg.get("validation_split") is None and preset.get("validation_split"):
         cfg["validation_split"] = preset["validation_split"]
-    if cfg.get("early_stopping") is None and preset.get("early_stopping") and cfg.get("validation_split"):
-        cfg["early_stopping"] = preset["early_stopping"]
-    if cfg.get("averaging") is None and preset.get("averaging") and cfg.get("validation_split"):
-        cfg["averaging"] = preset["averaging"]
+    for key, value in held_out_settings(preset, cfg.get("validation_split")).items():
+        if cfg.get(key) is None:
+            cfg[key] = value
     check_validation(cfg)
 
 

@@ -94,3 +94,13 @@ def test_large_outputs_stop_early_on_their_validation_split():
     _, why = preset_for_shape(1000, 50_000, 10_000)
     assert "stopping after 2 without a better validation P@1" in why
     assert "the mean of the epochs since epoch 3 beside each epoch's own (swa)" in why
+
+
+def test_held_out_settings_apply_only_with_held_out_points():
+    """early stopping and averaging judge epochs on held-out points: a preset's apply to a run
+    that holds some out, and to no other (slide train and SlideClassifier read the one helper)."""
+    from slide.shape_defaults import LARGE_OUTPUT_PRESET, SMALL_OUTPUT_PRESET, held_out_settings
+
+    assert held_out_settings(LARGE_OUTPUT_PRESET, 0.02) == {"early_stopping": 2, "averaging": "swa"}
+    assert held_out_settings(LARGE_OUTPUT_PRESET, 0.0) == {} == held_out_settings(LARGE_OUTPUT_PRESET, None)
+    assert held_out_settings(SMALL_OUTPUT_PRESET, 0.05) == {}
