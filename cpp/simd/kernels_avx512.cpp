@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "simd/gemm_blocking.h"
+#include "simd/avx512_tile.h"
 #include "simd/kernels.h"
 
 namespace slide {
@@ -140,44 +140,17 @@ void axpy_bf16(float a, const bf16* x, float* y, std::size_t n) {
   }
 }
 
-// An MR x 32 tile of C in 2*MR registers; masks cover a narrower last tile.
-template <int MR>
-struct Tile {
-  static void run(std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb, float* c,
-                  std::size_t ldc, std::size_t cols, bool load_c) {
-    const __mmask16 m0 = cols >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(cols);
-    const __mmask16 m1 = cols >= 32 ? static_cast<__mmask16>(0xFFFF) : cols > 16 ? tail_mask(cols - 16) : 0;
-    __m512 c0[MR], c1[MR];
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      c0[r] = load_c ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps();
-      c1[r] = load_c ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps();
-    }
-    for (std::size_t p = 0; p < kc; ++p) {
-      const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + p * ldb);
-      const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + p * ldb + 16);
-#pragma GCC unroll 6
-      for (int r = 0; r < MR; ++r) {
-        const __m512 ar = _mm512_set1_ps(a[r * lda + p]);
-        c0[r] = _mm512_fmadd_ps(ar, b0, c0[r]);
-        c1[r] = _mm512_fmadd_ps(ar, b1, c1[r]);
-      }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      _mm512_mask_storeu_ps(c + r * ldc, m0, c0[r]);
-      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c1[r]);
-    }
-  }
+// fp32: one broadcast float of A times 16 of B per FMA.
+struct FmaStep {
+  using T = float;
+  static __m512 load(__mmask16 m, const float* b) { return _mm512_maskz_loadu_ps(m, b); }
+  static __m512 broadcast(float a) { return _mm512_set1_ps(a); }
+  static __m512 madd(__m512 acc, __m512 a, __m512 b) { return _mm512_fmadd_ps(a, b, acc); }
 };
 
 void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
           std::size_t ldb, float* c, std::size_t ldc, bool accumulate) {
-  gemm_blocking::run<32>(m, n, k, a, lda, b, ldb, c, ldc, accumulate,
-                         [](int mr, std::size_t kc, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                            float* c, std::size_t ldc, std::size_t cols, bool load_c) {
-                           gemm_blocking::dispatch_rows<Tile>(mr, kc, a, lda, b, ldb, c, ldc, cols, load_c);
-                         });
+  Avx512Tile<FmaStep>::gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 float max_value(const float* x, std::size_t n) {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "simd/gemm_blocking.h"
+#include "simd/avx512_tile.h"
 #include "simd/kernels.h"
 
 namespace slide {
@@ -38,47 +38,18 @@ float dot_bf16(const bf16* a, const bf16* b, std::size_t n) {
 }
 
 // A k-pair (two BF16 values) is one 32-bit word, so the BF16 GEMM is the fp32 loop nest over
-// words: an MR x 32 tile of C in 2*MR registers, each step one broadcast pair of A against two
-// registers of B's pairs (32 multiply-adds each).
-using Pair = std::uint32_t;
-
-template <int MR>
-struct PairTile {
-  static void run(std::size_t kc, const Pair* a, std::size_t lda, const Pair* b, std::size_t ldb, float* c,
-                  std::size_t ldc, std::size_t cols, bool load_c) {
-    const __mmask16 m0 = mask16(cols), m1 = cols > 16 ? mask16(cols - 16) : 0;
-    __m512 c0[MR], c1[MR];
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      c0[r] = load_c ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps();
-      c1[r] = load_c ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps();
-    }
-    for (std::size_t p = 0; p < kc; ++p) {
-      const __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, b + p * ldb);
-      const __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, b + p * ldb + 16);
-#pragma GCC unroll 6
-      for (int r = 0; r < MR; ++r) {
-        const __m512bh ar = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * lda + p]));
-        c0[r] = _mm512_dpbf16_ps(c0[r], ar, b0);
-        c1[r] = _mm512_dpbf16_ps(c1[r], ar, b1);
-      }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      _mm512_mask_storeu_ps(c + r * ldc, m0, c0[r]);
-      _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c1[r]);
-    }
-  }
+// words: each step one broadcast pair of A against 16 pairs of B (32 multiply-adds).
+struct PairStep {
+  using T = std::uint32_t;
+  static __m512bh load(__mmask16 m, const T* b) { return (__m512bh)_mm512_maskz_loadu_epi32(m, b); }
+  static __m512bh broadcast(T a) { return (__m512bh)_mm512_set1_epi32(static_cast<int>(a)); }
+  static __m512 madd(__m512 acc, __m512bh a, __m512bh b) { return _mm512_dpbf16_ps(acc, a, b); }
 };
 
 void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, const bf16* a, std::size_t lda, const bf16* b,
                std::size_t ldb, float* c, std::size_t ldc, bool accumulate) {
-  gemm_blocking::run<32>(m, n, k / 2, reinterpret_cast<const Pair*>(a), lda / 2, reinterpret_cast<const Pair*>(b),
-                         ldb / 2, c, ldc, accumulate,
-                         [](int mr, std::size_t kc, const Pair* a, std::size_t lda, const Pair* b, std::size_t ldb,
-                            float* c, std::size_t ldc, std::size_t cols, bool load_c) {
-                           gemm_blocking::dispatch_rows<PairTile>(mr, kc, a, lda, b, ldb, c, ldc, cols, load_c);
-                         });
+  Avx512Tile<PairStep>::gemm(m, n, k / 2, reinterpret_cast<const std::uint32_t*>(a), lda / 2,
+                             reinterpret_cast<const std::uint32_t*>(b), ldb / 2, c, ldc, accumulate);
 }
 
 }  // namespace
