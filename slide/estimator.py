@@ -46,7 +46,8 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
                  learning_rate: Optional[float] = None, optimizer: Optional[str] = None,
                  lr_schedule: Optional[str] = None, input_norm: Optional[str] = None,
                  input_dropout: Optional[float] = None, matmul: Optional[str] = None,
-                 neighbours: Optional[int] = None, rerank: Optional[int] = None, epochs: Optional[int] = None, batch_size: Optional[int] = None,
+                 neighbours: Optional[int] = None, rerank: Optional[int] = None, epochs: Optional[int] = None,
+                 batch_size: Optional[int] = None,
                  validation_split: Optional[float] = None, top_k: int = 1, threads: Optional[int] = None,
                  seed: int = 0) -> None:
         self.hidden, self.mode, self.learning_rate, self.optimizer = hidden, mode, learning_rate, optimizer

@@ -29,7 +29,8 @@ exact P@1/P@5 on each set's test split and training seconds at 2 threads.
   AVX-512 BF16). Slide with no flags, fp32 -> bf16, one run each: debian-deps 0.695 / 0.362 P@1 /
   P@5 in 30.4 s of training -> 0.695 / 0.362 in 19.3 s; debian-deps-by-source 0.637 / 0.318 ->
   0.637 / 0.319; debian-rdeps 0.211 / 0.100 in 18.3 s -> 0.211 / 0.100 in 10.9 s; Delicious 0.681 /
-  0.574 -> 0.686 / 0.574 in 1.3 -> 0.8 s; debian-tags, Bibtex, Medical, TMC2007 within 0.0005.
+  0.574 -> 0.686 / 0.574 in 1.3 -> 0.8 s; Corel5k 0.412 / 0.265 -> 0.406 / 0.265 (0.408 in the
+  suite's run at edab077); Enron 0.781 -> 0.782; debian-tags, Bibtex, Medical, TMC2007 within 0.0005.
 """
 
 from __future__ import annotations
@@ -99,14 +100,16 @@ def preset_for_shape(n_features: int, n_labels: int,
             p = {**p, "rerank": RERANK_SHORTLIST, "validation_split": RERANK_VALIDATION_SPLIT}
             rerank = (f", then a re-ranker of the network's {RERANK_SHORTLIST} best labels, its weight picked on "
                       f"{RERANK_VALIDATION_SPLIT:.0%} of the points held out")
-        return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, hidden {p['hidden'][0]}{_matmul(p)}, "
+        return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, "
+                   f"hidden {p['hidden'][0]}{_matmul(p)}, "
                    f"L2-normalised inputs, batch {p['batch_size']} for {p['epochs']} epochs "
                    f"(>= {STEPS_WANTED} steps where {SMALL_EPOCHS[1]} epochs allow) with a {p['lr_schedule']} learning rate from "
                    f"{p['learning_rate']:g}{rerank}")
     p = LARGE_OUTPUT_PRESET
     return p, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: LSH-sampled output in the batch-shared mode "
                f"(the batch's labels, its {p['lsh']['batch_active']:,} most frequent DWTA candidates, uniform "
-               f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}{_matmul(p)}, up to {p['epochs']} epochs "
+               f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}{_matmul(p)}, "
+               f"up to {p['epochs']} epochs "
                f"with a {p['lr_schedule']} learning rate from {p['learning_rate']:g}, validation judging the mean "
                f"of the epochs since epoch {first_averaged_epoch(p['epochs'])} beside each epoch's own (swa), "
                f"stopping after {p['early_stopping']} without a better validation P@1, then a re-ranker of the "

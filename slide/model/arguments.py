@@ -77,9 +77,10 @@ def check_training(optimizer: str, learning_rate: Any, lr_schedule: Any, lr_warm
             raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
-def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: str, neighbours: Any, neighbour_weight: Any,
-                  sparse_exchange: str, seed: Any, rerank: Any = 0, rerank_weight: Any = 1.0) -> None:
-    """The input transform, precision, vote, re-ranker, MPI exchange and seed."""
+def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: str, neighbours: Any,
+                  neighbour_weight: Any, sparse_exchange: str, seed: Any, rerank: Any = 0,
+                  rerank_weight: Any = 1.0) -> None:
+    """The input transform, precision, matrix products, vote, re-ranker, MPI exchange and seed."""
     NETWORK["input_norm"].check(input_norm, "input_norm")
     if not (finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
         raise ValueError(f"input_dropout must be a number in [0, 1), got {input_dropout!r}")

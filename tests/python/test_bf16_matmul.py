@@ -66,7 +66,8 @@ def test_one_step_is_the_fp32_step_up_to_bf16_rounding(problem, mode, lsh, outpu
     assert any((steps["bf16"][n] != steps["fp32"][n]).any() for n in steps["fp32"])
 
 
-@pytest.mark.parametrize("mode, lsh", [("dense", None), ("batch", slide.LSHConfig(k=2, l=8, batch_active=8, min_active=16))])
+@pytest.mark.parametrize("mode, lsh", [("dense", None),
+                                       ("batch", slide.LSHConfig(k=2, l=8, batch_active=8, min_active=16))])
 def test_bf16_matmul_trains_to_the_fp32_band(mode, lsh):
     train, test = make_train_test(4000, 1000, 1000, 2000, seed=2, avg_nnz=30, avg_labels=2)
     p1, weights = {}, {}
