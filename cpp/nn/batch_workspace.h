@@ -37,6 +37,7 @@ struct BatchWorkspace {
   std::vector<float> weights_t;         // K x ldc: the chunk's weight rows, transposed
   std::vector<float> weights;           // C x ldh: the chunk's weight rows (gathered or widened from BF16)
   std::vector<float> bias;              // C
+  std::vector<float> bias_grad;         // C: the chunk's bias gradients, summed over the batch
   std::vector<float> logits;            // B x ldc: logits, then dL/dlogits
   std::vector<float> logits_t;          // C x B: dL/dlogits transposed
   std::vector<float> weight_grad;       // C x ldh (sampled layers)
@@ -52,7 +53,6 @@ struct BatchWorkspace {
   std::vector<std::uint16_t> weight_pairs;   // C2/2 x 2 ldh: the chunk's rows, outputs in pairs
   std::vector<std::uint16_t> logits_bf16;    // B x ldc: dL/dlogits
   std::vector<std::uint16_t> logits_t_bf16;  // C x B2: dL/dlogits transposed
-  std::vector<float> bias_grad;              // C: the chunk's bias gradients, summed over the batch
 };
 
 }  // namespace slide

@@ -223,21 +223,31 @@ class OutputBatch {
       } else {
         k_.gemm(r.end - r.begin, K_, B_, gt, B_, w_.hidden.data(), ldh_, &w_.weight_grad[r.begin * ldh_], ldh_, false);
       }
-      std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
       for (std::size_t n = r.begin; n < r.end; ++n) {
-        const std::uint32_t j = neuron(c0 + n);
         const float* g = &w_.logits_t[n * B_];
         float db = 0.0f;
         for (std::size_t b = 0; b < B_; ++b) db += g[b];
-        p_.bias_grad[j] += db;
-        if (!gathered) continue;
-        k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
-        if (p_.claim(j)) {
-          touched.push_back(j);
-          out_.index()->mark_updated(j);
-        }
+        w_.bias_grad[n] = db;
       }
+      add_chunk_gradients(t, c0, r);
     });
+  }
+
+  // Outputs [r.begin, r.end) of the chunk at c0: their bias gradients (bias_grad) into the layer's,
+  // and for a sampled layer their weight gradients (weight_grad) into the gathered rows, claimed
+  // for this step's update. A dense layer's weight gradient went into its rows directly.
+  void add_chunk_gradients(int t, std::size_t c0, Range r) {
+    std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
+    for (std::size_t n = r.begin; n < r.end; ++n) {
+      const std::uint32_t j = neuron(c0 + n);
+      p_.bias_grad[j] += w_.bias_grad[n];
+      if (!ids_) continue;
+      k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
+      if (p_.claim(j)) {
+        touched.push_back(j);
+        out_.index()->mark_updated(j);
+      }
+    }
   }
 
   // chunk_backward from BF16 operands: G rounded once, row-major for dL/dhidden and transposed for
@@ -279,17 +289,7 @@ class OutputBatch {
       else
         k_.gemm_bf16(len, K_, B2, gt, B2, w_.hidden_pairs.data(), 2 * ldh_, &w_.weight_grad[r.begin * ldh_], ldh_,
                      false);
-      std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
-      for (std::size_t n = r.begin; n < r.end; ++n) {
-        const std::uint32_t j = neuron(c0 + n);
-        p_.bias_grad[j] += w_.bias_grad[n];
-        if (!gathered) continue;
-        k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
-        if (p_.claim(j)) {
-          touched.push_back(j);
-          out_.index()->mark_updated(j);
-        }
-      }
+      add_chunk_gradients(t, c0, r);
     });
   }
 
@@ -298,13 +298,13 @@ class OutputBatch {
     ldc_ = chunk_stride(chunk);
     w_.logits.resize(B_ * ldc_);
     w_.bias.resize(chunk);
+    w_.bias_grad.resize(chunk);
     if (bf16_) {
       w_.weights_bf16.resize(chunk * ldh_);
       w_.weight_words_t.resize(K2_ / 2 * ldc_);
       w_.weight_pairs.resize((chunk + 1) / 2 * 2 * ldh_);
       w_.logits_bf16.resize(B_ * ldc_);
       w_.logits_t_bf16.resize(chunk * (B_ + (B_ & 1)));
-      w_.bias_grad.resize(chunk);
     } else {
       w_.logits_t.resize(chunk * B_);
       w_.weights_t.resize(K_ * ldc_);
