@@ -170,11 +170,7 @@ void bind_network(py::module_& m) {
             const std::uint32_t out = net.config().layers.back().size;
             SLIDE_REQUIRE(k >= 1 && static_cast<std::uint32_t>(k) <= out, "k must be in [1, " << out << "], got " << k);
             SLIDE_REQUIRE(dense || !normalizer, "the softmax normaliser needs dense (exact) prediction");
-            SLIDE_REQUIRE(scan_name == "auto" || scan_name == "fp32" || scan_name == "int8",
-                          "scan must be 'auto', 'fp32' or 'int8', got '" << scan_name << "'");
-            SLIDE_REQUIRE(scan_name != "int8" || !normalizer, "the softmax normaliser needs the fp32 scan");
-            const ExactScan scan = scan_name == "fp32" ? ExactScan::kFp32
-                                   : scan_name == "int8" ? ExactScan::kInt8 : ExactScan::kAuto;
+            const Scan scan = parse_scan(scan_name, normalizer);
             CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, nullptr);
             py::array_t<std::int32_t> ids({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});
             py::array_t<float> scores({static_cast<py::ssize_t>(x.rows), static_cast<py::ssize_t>(k)});

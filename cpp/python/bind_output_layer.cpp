@@ -71,11 +71,7 @@ void bind_output_layer(py::module_& m) {
         const std::size_t rows = hidden_rows(net, hidden);
         const std::uint32_t out = net.layers.back().size();
         SLIDE_REQUIRE(k >= 1 && static_cast<std::uint32_t>(k) <= out, "k must be in [1, " << out << "], got " << k);
-        SLIDE_REQUIRE(scan_name == "auto" || scan_name == "fp32" || scan_name == "int8",
-                      "scan must be 'auto', 'fp32' or 'int8', got '" << scan_name << "'");
-        SLIDE_REQUIRE(scan_name != "int8" || !normalizer, "the softmax normaliser needs the fp32 scan");
-        const ExactScan scan = scan_name == "fp32" ? ExactScan::kFp32
-                               : scan_name == "int8" ? ExactScan::kInt8 : ExactScan::kAuto;
+        const Scan scan = parse_scan(scan_name, normalizer);
         const auto n = static_cast<py::ssize_t>(rows);
         py::array_t<std::int32_t> ids({n, static_cast<py::ssize_t>(k)});
         py::array_t<float> scores({n, static_cast<py::ssize_t>(k)});

@@ -134,6 +134,15 @@ void bind_simd(py::module_& m) {
                                                      row_scale, row_offset, row_term, bar.data(), upper.mutable_data());
     return py::make_tuple(hit, upper);
   });
+  m.def("_kernel_add_bias_hits", [](const std::string& level, const F& scores, float bias, const F& bar) {
+    const auto n = static_cast<std::size_t>(scores.size());
+    SLIDE_REQUIRE(static_cast<std::size_t>(bar.size()) == n, "bar must have one value per score");
+    F out(static_cast<py::ssize_t>(n));
+    std::copy(scores.data(), scores.data() + n, out.mutable_data());
+    U hits(static_cast<py::ssize_t>(n));
+    const std::size_t count = level_kernels(level).add_bias_hits(out.mutable_data(), n, bias, bar.data(), hits.mutable_data());
+    return py::make_tuple(hits[py::slice(0, static_cast<py::ssize_t>(count), 1)], out);
+  });
   m.def("_kernel_wta", [](const std::string& level, const F& x, const U& coords, float skip) {
     const std::vector<std::uint32_t> c = interleaved(coords, x.size());
     U out(coords.shape(0));

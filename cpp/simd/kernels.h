@@ -76,6 +76,10 @@ struct Kernels {
   // engine takes this path only where it is native (bf16_matmul_native).
   void (*gemm_bf16)(std::size_t m, std::size_t n, std::size_t k, const bf16* a, std::size_t lda, const bf16* b,
                     std::size_t ldb, float* c, std::size_t ldc, bool accumulate);
+  // One output row's scores for n samples in a top-k scan: s[b] += bias, then the samples whose
+  // score reaches their bar (s[b] >= bar[b], or NaN) written to hits in increasing order; returns
+  // how many. The scan then looks at those samples only.
+  std::size_t (*add_bias_hits)(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits);
 };
 
 // Whether `k` multiplies BF16 matrices in hardware, so that rounding to BF16 buys speed.

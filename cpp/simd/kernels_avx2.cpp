@@ -265,6 +265,19 @@ bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step, const
   return tail || _mm256_movemask_ps(reached) != 0;
 }
 
+std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits) {
+  const __m256 add = _mm256_set1_ps(bias);
+  std::size_t count = 0, b = 0;
+  for (; b + 8 <= n; b += 8) {
+    const __m256 v = _mm256_add_ps(_mm256_loadu_ps(s + b), add);
+    _mm256_storeu_ps(s + b, v);
+    for (unsigned m = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_loadu_ps(bar + b), _CMP_NLT_UQ)));
+         m; m &= m - 1)
+      hits[count++] = static_cast<std::uint32_t>(b + static_cast<std::size_t>(__builtin_ctz(m)));
+  }
+  return count + scalar_ops::add_bias_hits(s + b, n - b, bias, bar + b, hits + count, static_cast<std::uint32_t>(b));
+}
+
 float max_value(const float* x, std::size_t n) {
   __m256 m = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
   std::size_t i = 0;
@@ -347,7 +360,7 @@ void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::
 
 const Kernels& avx2_kernels() {
   static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, int8_scores, int8_upper,
-                         scalar_kernels().gemm_bf16};
+                         scalar_kernels().gemm_bf16, add_bias_hits};
   return k;
 }
 

@@ -153,6 +153,23 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
   Avx512Tile<FmaStep>::gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
+std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits) {
+  const __m512 add = _mm512_set1_ps(bias);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  std::size_t count = 0;
+  for (std::size_t b = 0; b < n; b += 16) {
+    const __mmask16 k = n - b >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - b);
+    const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, s + b), add);
+    _mm512_mask_storeu_ps(s + b, k, v);
+    const __mmask16 reached = _mm512_mask_cmp_ps_mask(k, v, _mm512_maskz_loadu_ps(k, bar + b), _CMP_NLT_UQ);
+    if (!reached) continue;
+    _mm512_mask_compressstoreu_epi32(hits + count, reached,
+                                     _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(b))));
+    count += static_cast<std::size_t>(__builtin_popcount(reached));
+  }
+  return count;
+}
+
 float max_value(const float* x, std::size_t n) {
   __m512 m = _mm512_set1_ps(-INFINITY);
   __mmask16 nan = 0;
@@ -218,7 +235,7 @@ const Kernels& avx512_kernels() {
   // The AVX2 int8 kernels serve here: 512-bit (or VNNI) ones wait for a CPU to test them on.
   static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16,
                          dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, avx2_kernels().int8_scores,
-                         avx2_kernels().int8_upper, scalar_kernels().gemm_bf16};
+                         avx2_kernels().int8_upper, scalar_kernels().gemm_bf16, add_bias_hits};
   return k;
 }
 

@@ -7,8 +7,12 @@
 #include <limits>
 #include <vector>
 
+#include "common/aligned_array.h"
+#include "common/check.h"
+#include "common/parallel.h"
 #include "common/rng.h"
 #include "simd/kernels.h"
+#include "train/bf16_operands.h"
 #include "train/parallel_rows.h"
 #include "train/quantized_scan.h"
 #include "train/top_k.h"
@@ -22,16 +26,30 @@ namespace {
 constexpr std::int64_t kBlock = 128;
 // Output rows per GEMM: their scores for the block (rows x 128 floats, 256 KB) stay in L2.
 constexpr std::uint32_t kRowsPerPass = 512;
-// Samples whose scores for one output are checked against their bars together.
-constexpr std::size_t kLanes = 16;
 
-// The output layer's exact scores for n samples' top hidden activations (`hidden`, n x h): GEMMs
-// over slices of its rows (scores^T = W hidden^T), so every weight row streams through once. Writes
+// The output layer's rows rounded to BF16 (row stride as the fp32 weights', padding zero), for a
+// kBf16 scan where BF16 products are native; empty otherwise. Made on every call, never kept:
+// rounding costs a small part of one scan, and a kept copy could go stale.
+AlignedArray<bf16> bf16_weights(Network& net, Scan scan) {
+  AlignedArray<bf16> out;
+  const Kernels& kern = kernels();
+  if (scan != Scan::kBf16 || !bf16_matmul_native(kern)) return out;
+  const Parameters& p = net.layers.back().params;
+  out.resize(static_cast<std::size_t>(p.rows) * p.stride);
+  parallel_for(net.threads(), static_cast<std::int64_t>(p.rows), [&](std::int64_t r) {
+    kern.to_bf16(p.row(static_cast<std::uint32_t>(r)), out.data() + static_cast<std::size_t>(r) * p.stride, p.cols);
+  });
+  return out;
+}
+
+// The output layer's scores for n samples' top hidden activations (`hidden`, n x h): GEMMs over
+// slices of its rows (scores^T = W hidden^T), so every weight row streams through once; from
+// `weights_bf16` (bf16_weights) and the activations rounded to BF16 when it is given. Writes
 // each sample's top-k to ids/scores (row-major, k per sample). With `log_normalizer`, also each
 // sample's log sum_j exp(score_j) over every output (a running max and sum per sample, block by
 // block), so scores can become softmax probabilities.
 void score_block(Network& net, const float* hidden, std::size_t n, int k, std::int32_t* ids, float* scores,
-                 float* log_normalizer, const QuantizedRows* quantized) {
+                 float* log_normalizer, const QuantizedRows* quantized, const bf16* weights_bf16) {
   const Kernels& kern = kernels();
   const Parameters& p = net.layers.back().params;
   const std::size_t h = p.cols;
@@ -40,33 +58,43 @@ void score_block(Network& net, const float* hidden, std::size_t n, int k, std::i
     for (std::size_t b = 0; b < n; ++b) best[b].write(ids + b * k, scores + b * k);
     return;
   }
-  std::vector<float> hidden_t(h * n);  // one column per sample
-  for (std::size_t b = 0; b < n; ++b)
-    for (std::size_t q = 0; q < h; ++q) hidden_t[q * n + b] = hidden[b * h + q];
+  std::vector<float> hidden_t;  // one column per sample
+  std::vector<std::uint32_t> hidden_words;  // BF16 k-pairs, one column per sample
+  const std::size_t words = (h + 1) / 2;
+  if (weights_bf16) {
+    std::vector<bf16> rounded(2 * words, bf16{0});
+    hidden_words.resize(words * n);
+    for (std::size_t b = 0; b < n; ++b) {
+      kern.to_bf16(hidden + b * h, rounded.data(), h);
+      scatter_row_words(rounded.data(), words, b, hidden_words.data(), n);
+    }
+  } else {
+    hidden_t.resize(h * n);
+    for (std::size_t b = 0; b < n; ++b)
+      for (std::size_t q = 0; q < h; ++q) hidden_t[q * n + b] = hidden[b * h + q];
+  }
   std::vector<float> block(static_cast<std::size_t>(kRowsPerPass) * n);
   // Each sample's bar for a place in its top-k: almost every score is below it, so the scan
-  // compares a row of scores with the bars a SIMD width at a time and pushes only the rare hits.
+  // compares a row of scores with the bars in SIMD and looks at samples only when one reaches.
   std::vector<float> bar(n, -std::numeric_limits<float>::infinity());
+  std::vector<std::uint32_t> hits(n);
   std::vector<float> run_max(log_normalizer ? n : 0, -std::numeric_limits<float>::infinity());
   std::vector<double> run_sum(log_normalizer ? n : 0, 0.0);
   std::vector<float> column(log_normalizer ? kRowsPerPass : 0);
   for (std::uint32_t j0 = 0; j0 < p.rows; j0 += kRowsPerPass) {
     const std::uint32_t rows = std::min(kRowsPerPass, p.rows - j0);
-    kern.gemm(rows, n, h, p.row(j0), p.stride, hidden_t.data(), n, block.data(), n, false);
+    if (weights_bf16)
+      kern.gemm_bf16(rows, n, 2 * words, weights_bf16 + static_cast<std::size_t>(j0) * p.stride, p.stride,
+                     reinterpret_cast<const bf16*>(hidden_words.data()), 2 * n, block.data(), n, false);
+    else
+      kern.gemm(rows, n, h, p.row(j0), p.stride, hidden_t.data(), n, block.data(), n, false);
     for (std::uint32_t r = 0; r < rows; ++r) {
       float* s = &block[static_cast<std::size_t>(r) * n];
-      const float bias = p.bias[j0 + r];
-      for (std::size_t b = 0; b < n; ++b) s[b] += bias;
-      for (std::size_t b0 = 0; b0 < n; b0 += kLanes) {
-        const std::size_t lanes = std::min(kLanes, n - b0);
-        bool hit = false;
-        for (std::size_t b = b0; b < b0 + lanes; ++b) hit |= !(s[b] < bar[b]);  // NaN scores count as hits
-        if (!hit) continue;
-        for (std::size_t b = b0; b < b0 + lanes; ++b) {
-          if (s[b] < bar[b]) continue;
-          best[b].push(static_cast<std::int32_t>(j0 + r), s[b]);
-          bar[b] = best[b].threshold();
-        }
+      const std::size_t count = kern.add_bias_hits(s, n, p.bias[j0 + r], bar.data(), hits.data());
+      for (std::size_t i = 0; i < count; ++i) {  // NaN scores are among the hits: TopK ranks them last
+        const std::uint32_t b = hits[i];
+        best[b].push(static_cast<std::int32_t>(j0 + r), s[b]);
+        bar[b] = best[b].threshold();
       }
     }
     if (!log_normalizer) continue;
@@ -86,7 +114,8 @@ void score_block(Network& net, const float* hidden, std::size_t n, int k, std::i
 
 // Exact scores for a block of rows of x: their hidden activations, then score_block.
 void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t begin, std::int64_t end, int k,
-                 std::int32_t* ids, float* scores, float* log_normalizer, const QuantizedRows* quantized) {
+                 std::int32_t* ids, float* scores, float* log_normalizer, const QuantizedRows* quantized,
+                 const bf16* weights_bf16) {
   const std::size_t h = net.layers.back().params.cols, n = static_cast<std::size_t>(end - begin);
   std::vector<float> hidden(n * h);  // one row per sample
   for (std::size_t b = 0; b < n; ++b) {
@@ -95,7 +124,7 @@ void dense_block(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t 
     std::copy(act.values.begin(), act.values.begin() + static_cast<std::ptrdiff_t>(h), hidden.begin() + b * h);
   }
   score_block(net, hidden.data(), n, k, ids + begin * k, scores + begin * k,
-              log_normalizer ? log_normalizer + begin : nullptr, quantized);
+              log_normalizer ? log_normalizer + begin : nullptr, quantized, weights_bf16);
 }
 
 void sparse_one(Network& net, ThreadState& ts, const CsrFloat& x, std::int64_t row, int k, std::int32_t* ids,
@@ -115,10 +144,11 @@ namespace {
 
 // The int8 scan's rows when it is asked for or pays (a wide layer, enough samples, no normaliser).
 std::shared_ptr<const QuantizedRows> quantized_rows(Network& net, std::int64_t samples, bool normalizer,
-                                                    ExactScan scan, QuantizedCache* cache) {
+                                                    Scan scan, QuantizedCache* cache) {
   const Parameters& p = net.layers.back().params;
-  const bool int8 = !normalizer && (scan == ExactScan::kInt8 ||
-                                    (scan == ExactScan::kAuto && p.rows >= kQuantizedScanMinRows &&
+  if (scan == Scan::kBf16 && bf16_matmul_native(kernels())) return nullptr;
+  const bool int8 = !normalizer && (scan == Scan::kInt8 ||
+                                    (scan != Scan::kFp32 && p.rows >= kQuantizedScanMinRows &&
                                      samples >= kQuantizedScanMinSamples));
   if (!int8) return nullptr;
   return cache ? cache->get(p, net.threads()) : std::make_shared<const QuantizedRows>(quantize_rows(p, net.threads()));
@@ -126,12 +156,22 @@ std::shared_ptr<const QuantizedRows> quantized_rows(Network& net, std::int64_t s
 
 }  // namespace
 
+Scan parse_scan(const std::string& name, bool normalizer) {
+  SLIDE_REQUIRE(name == "auto" || name == "fp32" || name == "int8" || name == "bf16",
+                "scan must be 'auto', 'fp32', 'int8' or 'bf16', got '" << name << "'");
+  SLIDE_REQUIRE(!normalizer || name == "auto" || name == "fp32",
+                "the softmax normaliser needs the fp32 scan, got scan='" << name << "'");
+  return name == "fp32" ? Scan::kFp32 : name == "int8" ? Scan::kInt8 : name == "bf16" ? Scan::kBf16 : Scan::kAuto;
+}
+
 void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int32_t* ids, float* scores,
-                   float* log_normalizer, ExactScan scan, QuantizedCache* cache) {
+                   float* log_normalizer, Scan scan, QuantizedCache* cache) {
   if (dense) {
     const auto quantized = quantized_rows(net, x.rows, log_normalizer != nullptr, scan, cache);
+    const AlignedArray<bf16> weights_bf16 = bf16_weights(net, scan);
+    const bf16* rounded = weights_bf16.size() ? weights_bf16.data() : nullptr;
     parallel_rows(net, x.rows, kBlock, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {
-      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer, quantized.get());
+      dense_block(net, ts, x, b, e, k, ids, scores, log_normalizer, quantized.get(), rounded);
     });
   } else {
     parallel_rows(net, x.rows, 16, [&](ThreadState& ts, std::int64_t b, std::int64_t e) {
@@ -141,12 +181,14 @@ void predict_top_k(Network& net, const CsrFloat& x, int k, bool dense, std::int3
 }
 
 void top_k_of_hidden(Network& net, const float* hidden, std::int64_t rows, int k, std::int32_t* ids, float* scores,
-                     float* log_normalizer, ExactScan scan, QuantizedCache* cache) {
+                     float* log_normalizer, Scan scan, QuantizedCache* cache) {
   const auto quantized = quantized_rows(net, rows, log_normalizer != nullptr, scan, cache);
+  const AlignedArray<bf16> weights_bf16 = bf16_weights(net, scan);
+  const bf16* rounded = weights_bf16.size() ? weights_bf16.data() : nullptr;
   const std::size_t h = net.layers.back().params.cols;
   parallel_rows(net, rows, kBlock, [&](ThreadState&, std::int64_t b, std::int64_t e) {
     score_block(net, hidden + b * h, static_cast<std::size_t>(e - b), k, ids + b * k, scores + b * k,
-                log_normalizer ? log_normalizer + b : nullptr, quantized.get());
+                log_normalizer ? log_normalizer + b : nullptr, quantized.get(), rounded);
   });
 }
 

@@ -31,11 +31,12 @@ class SingleProcess:
     def mean(self, report: dict[str, float], rows: int) -> dict[str, float]:
         return report
 
-    def top_k(self, net: Any, X: Any, k: int, dense: bool, normaliser: bool = False) -> tuple:
-        """(ids, scores) of the top k (and the log-normaliser with `normaliser`, exact only)."""
+    def top_k(self, net: Any, X: Any, k: int, dense: bool, normaliser: bool = False, scan: str = "auto") -> tuple:
+        """(ids, scores) of the top k (and the log-normaliser with `normaliser`, exact only). `scan`:
+        the engine's dense scan ("auto" exact; "bf16" from BF16 products where they are native)."""
         if normaliser:
             return tuple(net._core.predict(X.indptr, X.indices, X.data, k, True, True))
-        return tuple(net._core.predict(X.indptr, X.indices, X.data, k, dense, cache=net._scan_cache))
+        return tuple(net._core.predict(X.indptr, X.indices, X.data, k, dense, scan=scan, cache=net._scan_cache))
 
     def save(self, net: Any, path: Any, *, include_optimizer: bool, extra: Optional[dict]) -> None:
         from ..model_file import save_network
@@ -91,10 +92,10 @@ class Ranks:
         n = self.comm.total(rows)
         return {name: self.comm.total(value * rows) / max(n, 1.0) for name, value in report.items()}
 
-    def top_k(self, net: Any, X: Any, k: int, dense: bool, normaliser: bool = False) -> tuple:
+    def top_k(self, net: Any, X: Any, k: int, dense: bool, normaliser: bool = False, scan: str = "auto") -> tuple:
         from .top_k import predict as predict_over_ranks
 
-        out = predict_over_ranks(net, X, k, dense or normaliser, normaliser=normaliser)
+        out = predict_over_ranks(net, X, k, dense or normaliser, normaliser=normaliser, scan=scan)
         return out if normaliser else out[:2]
 
     def save(self, net: Any, path: Any, *, include_optimizer: bool, extra: Optional[dict]) -> None:

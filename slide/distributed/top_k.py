@@ -34,10 +34,11 @@ def merge_top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray
             np.take_along_axis(scores, order, axis=1).astype(np.float32))
 
 
-def predict(net: Any, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
+def predict(net: Any, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False, scan: str = "auto"
             ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """This rank's rows' top-k over the whole layer (ids, scores) and, with `normaliser`, each
-    row's log-sum-exp over every output. Collective: every rank calls it with its own X."""
+    row's log-sum-exp over every output, each rank's share scanned as `scan` says. Collective:
+    every rank calls it with its own X."""
     comm: Communicator = net.comm
     everyone, counts = gather_rows(comm, X)
     offset, held = net.output_shard
@@ -46,7 +47,7 @@ def predict(net: Any, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = 
         ids, scores, lse = net._core.predict(everyone.indptr, everyone.indices, everyone.data, local_k, True, True)
     else:
         ids, scores = net._core.predict(everyone.indptr, everyone.indices, everyone.data, local_k, dense,
-                                        cache=net._scan_cache)
+                                        scan=scan, cache=net._scan_cache)
         lse = None
     ids = np.where(ids >= 0, ids + offset, -1).astype(np.int32)
     starts = np.concatenate([[0], np.cumsum(counts)])

@@ -275,6 +275,25 @@ def test_int8_upper_bounds_and_their_hit(level, n):
     assert _core._kernel_int8_upper(level, acc, step, term, half, 0.3, 1.5, 2.0, np.full(n, np.inf, np.float32))[0]
 
 
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 16, 17, 128, 133])
+def test_add_bias_hits_adds_and_lists_the_samples_that_reach(level, n):
+    """Every level adds the bias exactly as the scalar code does and lists, in order, the samples
+    that reach their bar: none, one (the first, the last, one in a SIMD tail), ties, NaN, or all."""
+    rng = np.random.default_rng(n)
+    scores = rng.normal(size=n).astype(np.float32)
+    want = scores + np.float32(0.37)
+    cases = [[], [0], [n - 1], [n // 2], sorted({0, n // 3, n - 1}), list(range(n))]
+    for reaching in cases:
+        bar = want + np.float32(1.0)
+        bar[reaching] = want[reaching]  # equal reaches: a tie may still win on its id
+        hits, out = _core._kernel_add_bias_hits(level, scores, 0.37, bar)
+        np.testing.assert_array_equal(out, want)
+        assert hits.tolist() == sorted(set(reaching))
+    scores[-1] = np.nan
+    assert _core._kernel_add_bias_hits(level, scores, 0.37, np.full(n, np.inf, np.float32))[0].tolist() == [n - 1]
+
+
 def test_int8_scores_refuse_values_outside_their_contract():
     w, h = np.zeros((2, 64), np.int8), np.zeros((3, 64), np.uint8)
     with pytest.raises(ValueError, match="multiple of 64"):
