@@ -147,7 +147,8 @@ NETWORK = _table(
             choices=("fp32", "bf16"), flag="--precision", default="fp32"),
     Setting("matmul", "str", "the output layer's matrix products in the batch and dense modes: fp32, or bf16 "
             "(inputs rounded to BF16, sums in fp32: twice the multiply-adds per instruction on CPUs with AVX-512 "
-            "BF16; elsewhere fp32)", choices=("fp32", "bf16"), flag="--matmul", default="fp32"),
+            "BF16; elsewhere fp32); bf16 ranks the re-ranker's training lists with BF16 products too, while "
+            "prediction stays exact", choices=("fp32", "bf16"), flag="--matmul", default="fp32"),
     Setting("sparse_exchange", "str", "under MPI, how the ranks sum the embedding's sparse gradient: allgather "
             "(every rank sends its rows to every other), allreduce (the union of the rows, summed) or auto (the "
             "one that moves fewer bytes for each batch)", choices=("auto", "allgather", "allreduce"),

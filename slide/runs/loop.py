@@ -21,7 +21,7 @@ from ..epoch_average import NO_AVERAGING, first_averaged_epoch
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
 from ..plots import plot_progress
-from ..prediction.reranker_training import training_lists
+from ..prediction.reranker_training import list_scan, training_lists
 from ..training.loop import TrainingLoop
 from ..training.position import Position
 from ..training.sources import TrainingSource
@@ -265,8 +265,10 @@ def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:
         steps.append("keeping the training points for the vote")
     if net.rerank:
         solver, listed = training_lists(net, in_memory=not streamed)
+        found = (f"a scan of its {net.output_dim:,} outputs with BF16 products where the CPU has AVX-512 BF16"
+                 if list_scan(net) == "bf16" else f"an exact scan of its {net.output_dim:,} outputs")
         steps.append(f"training the re-ranker ({solver} on each point's {listed} best labels by the network, "
-                     f"found by an exact scan of its {net.output_dim:,} outputs)")
+                     f"found by {found})")
     return "after the last epoch: " + "; ".join(steps) if steps else None
 
 
