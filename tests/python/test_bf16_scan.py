@@ -2,10 +2,6 @@
 one scan that is not exact. The re-ranker's training lists use it under matmul="bf16"; where the
 CPU has no AVX-512 BF16 it is the exact scan."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -13,7 +9,7 @@ import slide
 from slide.datasets import make_train_test
 from slide.prediction.reranker_training import list_scan, shortlists
 
-from .test_bf16_matmul import NATIVE, _bf16, needs_native
+from .test_bf16_matmul import NATIVE, _bf16, needs_native, run_under_avx2
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +75,7 @@ def test_bf16_scan_is_the_exact_scan_on_a_cpu_without_bf16():
             "a = net._core.predict(X.indptr, X.indices, X.data, 9, True, scan='bf16')\n"
             "b = net._core.predict(X.indptr, X.indices, X.data, 9, True, scan='fp32')\n"
             "print(slide.simd_level(), bool((a[0] == b[0]).all() and (a[1] == b[1]).all()))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, SLIDE_SIMD="avx2"), capture_output=True,
-                       text=True, cwd=os.path.expanduser("~"), timeout=120)
-    assert r.returncode == 0 and r.stdout.split() == ["avx2", "True"], r.stderr
+    assert run_under_avx2(code) == ["avx2", "True"]
 
 
 @pytest.mark.parametrize("matmul,scan", [("bf16", "bf16"), ("fp32", "auto")])
