@@ -26,7 +26,7 @@ from typing import Callable, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ._core import neighbour_votes
+from ._core import fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
@@ -107,16 +107,6 @@ def _check_csr(name: str, indptr: np.ndarray, indices: np.ndarray, rows: int, di
 LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label ids) -> logits
 
 
-# Above this many cells of a padded [queries, widest query] matrix per candidate, `Fusion.top`
-# sorts the candidates instead. Measured on debian-deps' validation (982 queries, the widest 199
-# candidates, 3.8 cells per candidate), tuning's 78 weight pairs: 0.25 s padded against 0.7 s
-# sorted. On debian-rdeps, where a query's neighbours can vote for thousands of labels: its
-# validation (522 queries, the widest 8,114, 57 cells per candidate) 1.6 s against 0.8 s; its test
-# set's prediction (6,535 queries, one voted for 23,489 labels, 197 cells per candidate) 4.1 s
-# against 0.16 s, and the padded matrices held about 2.4 GB.
-PADDED_CELLS_PER_CANDIDATE = 8
-
-
 class Fusion:
     """One batch of queries, scored once: the network's top-k, the votes, the logits of the voted
     labels and the re-ranker's scores of every candidate; `top(weight, k, rerank_weight)` then
@@ -145,10 +135,8 @@ class Fusion:
         grouped = np.argsort(self.rows, kind="stable")
         for name in ("rows", "ids", "logits", "vote", "rerank"):
             setattr(self, name, getattr(self, name)[grouped])
-        self._counts = np.bincount(self.rows, minlength=n)
+        self._counts = np.bincount(self.rows, minlength=n).astype(np.int64)
         self._starts = np.cumsum(self._counts) - self._counts
-        self._width = int(self._counts.max()) if n else 0
-        self._place = (self.rows, np.arange(self.rows.size) - np.repeat(self._starts, self._counts))  # padded cell
 
     def _boost(self, weight: float, rerank_weight: float) -> np.ndarray:
         return np.float32(weight) * self.vote + np.float32(rerank_weight) * self.rerank
@@ -173,43 +161,10 @@ class Fusion:
     def top(self, weight: float, k: int, rerank_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(ids int32 [n, k], fused scores float32 [n, k]), best first, ties in the candidates'
         order (the network's before the voted); -1 / -inf where a query has fewer than k
-        candidates."""
-        score = self.logits + self._boost(weight, rerank_weight)
-        ids = np.full((self.n, k), -1, np.int32)
-        scores = np.full((self.n, k), -np.inf, np.float32)
-        if not self._width:
-            return ids, scores
-        if self.n * self._width <= PADDED_CELLS_PER_CANDIDATE * self.ids.size:
-            self._top_padded(score, ids, scores)
-        else:
-            self._top_sorted(score, ids, scores)
-        return ids, scores
-
-    def _top_padded(self, score: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> None:
-        """Ranks along the rows of a [queries, widest query] matrix: the faster way while the
-        queries are about as wide as each other."""
-        k = ids.shape[1]
-        padded = np.full((self.n, self._width), -np.inf, np.float32)
-        padded[self._place] = score
-        label = np.full((self.n, self._width), -1, np.int32)
-        label[self._place] = self.ids
-        order = np.argsort(-padded, axis=1, kind="stable")[:, :k]  # stable: ties keep the candidates' order
-        width = order.shape[1]
-        ids[:, :width] = np.take_along_axis(label, order, axis=1)
-        scores[:, :width] = np.take_along_axis(padded, order, axis=1)
-        scores[ids < 0] = -np.inf
-
-    def _top_sorted(self, score: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> None:
-        """Sorts the candidates themselves by (query, -score): the faster way when one query is
-        far wider than the rest, which would make most of a padded matrix padding."""
-        k = ids.shape[1]
-        # lexsort is stable and the candidates are grouped by query, so each query's candidates
-        # stay in its place in the order, best first, ties in the candidates' order.
-        order = np.lexsort((-score, self.rows))
-        place = np.arange(k)
-        taken = place[None, :] < self._counts[:, None]
-        chosen = order[(self._starts[:, None] + place[None, :])[taken]]
-        ids[taken], scores[taken] = self.ids[chosen], score[chosen]
+        candidates. One pass over the candidates in the engine (cpp/prediction/fused_top_k.cpp):
+        sorting them for each weight pair took most of tuning's time."""
+        return fused_top_k(self._starts, self._counts, self.ids, self.logits, self.vote, self.rerank,
+                           float(weight), float(rerank_weight), int(k))
 
 
 def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str = "P@1",

@@ -2,6 +2,7 @@
 // released, the votes' CSR arrays out.
 #include "common/check.h"
 #include "neighbours/neighbour_votes.h"
+#include "prediction/fused_top_k.h"
 #include "python/bindings.h"
 #include "python/csr_arrays.h"
 #include "python/numpy_vectors.h"
@@ -36,6 +37,35 @@ void bind_neighbours(py::module_& m) {
       "(indptr, labels, votes): each query's k nearest remembered points (largest positive dot products "
       "through the feature -> point index f_*, ties to the lower point) vote for their labels l_* with their "
       "similarity, summed per label, over k.");
+  m.def(
+      "fused_top_k",
+      [](const IndptrArray& starts, const IndptrArray& counts, const IndexArray& ids, const FloatArray& logits,
+         const FloatArray& vote, const FloatArray& rerank, float weight, float rerank_weight, int k) {
+        const std::int64_t queries = starts.size(), n = ids.size();
+        SLIDE_REQUIRE(k >= 1, "k must be at least 1, got " << k);
+        SLIDE_REQUIRE(counts.size() == queries, "starts and counts must have one value per query");
+        SLIDE_REQUIRE(logits.size() == n && vote.size() == n && rerank.size() == n,
+                      "ids, logits, vote and rerank must have one value per candidate");
+        const std::int64_t* s = starts.data();
+        const std::int64_t* c = counts.data();
+        for (std::int64_t q = 0; q < queries; ++q)
+          SLIDE_REQUIRE(s[q] >= 0 && c[q] >= 0 && c[q] <= n - s[q],
+                        "query " << q << "'s candidates [" << s[q] << ", +" << c[q] << ") lie outside the " << n);
+        py::array_t<std::int32_t> out_ids({static_cast<py::ssize_t>(queries), static_cast<py::ssize_t>(k)});
+        py::array_t<float> out_scores({static_cast<py::ssize_t>(queries), static_cast<py::ssize_t>(k)});
+        std::int32_t* oi = out_ids.mutable_data();
+        float* os = out_scores.mutable_data();
+        {
+          py::gil_scoped_release release;
+          fused_top_k(queries, s, c, ids.data(), logits.data(), vote.data(), rerank.data(), weight, rerank_weight, k,
+                      oi, os);
+        }
+        return py::make_tuple(out_ids, out_scores);
+      },
+      py::arg("starts"), py::arg("counts"), py::arg("ids"), py::arg("logits"), py::arg("vote"), py::arg("rerank"),
+      py::arg("weight"), py::arg("rerank_weight"), py::arg("k"),
+      "(ids, scores), each queries x k: each query's k best candidates by logit + (weight x vote + "
+      "rerank_weight x rerank), best first, ties to the earlier candidate, -1 / -inf where it has fewer.");
 }
 
 }  // namespace slide::python

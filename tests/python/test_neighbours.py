@@ -259,25 +259,17 @@ def test_fusion_top_ranks_like_sorting_every_candidate(seed):
 
 
 def _assert_every_way_ranks_like_the_oracle(fusion):
-    """`top` and both of its ways (a padded matrix, sorted candidates) against `_lexsort_top`."""
-    for weight, rerank_weight, top_k in [(0.0, 0.0, 6), (0.5, 0.0, 3), (1.0, 2.0, 10), (0.0, 4.0, 1)]:
+    """`top` (the engine's one pass) against `_lexsort_top`, ids and scores bit for bit."""
+    for weight, rerank_weight, top_k in [(0.0, 0.0, 6), (0.5, 0.0, 3), (1.0, 2.0, 10), (0.0, 4.0, 1), (0.3, 0.7, 5)]:
         want_ids, want_scores = _lexsort_top(fusion, weight, top_k, rerank_weight)
-        score = fusion.logits + fusion._boost(weight, rerank_weight)
-        for way in (None, fusion._top_padded, fusion._top_sorted):
-            if way is None:
-                got_ids, got_scores = fusion.top(weight, top_k, rerank_weight)
-            else:
-                got_ids = np.full((fusion.n, top_k), -1, np.int32)
-                got_scores = np.full((fusion.n, top_k), -np.inf, np.float32)
-                way(score, got_ids, got_scores)
-            np.testing.assert_array_equal(got_ids, want_ids)
-            np.testing.assert_array_equal(got_scores, want_scores)
+        got_ids, got_scores = fusion.top(weight, top_k, rerank_weight)
+        np.testing.assert_array_equal(got_ids, want_ids)
+        np.testing.assert_array_equal(got_scores, want_scores)
 
 
-def test_one_query_voted_for_thousands_of_labels_ranks_the_same_and_is_sorted_not_padded(monkeypatch):
+def test_one_query_voted_for_thousands_of_labels_ranks_the_same():
     """debian-rdeps: one test query's neighbours voted for 23,489 labels, where most queries have
-    a few dozen candidates; a padded matrix would be almost all padding."""
-    from slide import neighbours
+    a few dozen candidates."""
     from slide.neighbours import Fusion
 
     rng = np.random.default_rng(5)
@@ -290,12 +282,25 @@ def test_one_query_voted_for_thousands_of_labels_ranks_the_same_and_is_sorted_no
     votes = sp.csr_matrix(dense)
     scores_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
     fusion = Fusion(ids, logits, votes, scores_of, scores_of)
-    assert fusion.n * fusion._width > neighbours.PADDED_CELLS_PER_CANDIDATE * fusion.ids.size
     _assert_every_way_ranks_like_the_oracle(fusion)
-    padded = []
-    monkeypatch.setattr(Fusion, "_top_padded", lambda self, *a: padded.append(1))
-    fusion.top(1.0, 5, 1.0)
-    assert not padded
+
+
+def test_fused_top_k_ranks_nan_last_and_pads_short_queries():
+    """NaN below every number (-inf included), ties to the earlier candidate, -1 / -inf padding,
+    and candidates that lie outside the arrays refused by name."""
+    from slide._core import fused_top_k
+
+    logits = np.array([np.nan, 1.0, -np.inf, 1.0, 2.0], np.float32)
+    zeros = np.zeros(5, np.float32)
+    ids = np.array([10, 11, 12, 13, 14], np.int32)
+    starts, counts = np.array([0, 4], np.int64), np.array([4, 1], np.int64)
+    got_ids, got_scores = fused_top_k(starts, counts, ids, logits, zeros, zeros, 1.0, 1.0, 5)
+    assert got_ids.tolist() == [[11, 13, 12, 10, -1], [14, -1, -1, -1, -1]]
+    assert got_scores[0, :3].tolist() == [1.0, 1.0, -np.inf] and np.isnan(got_scores[0, 3])
+    assert got_scores[1, 1:].tolist() == [-np.inf] * 4
+    assert fused_top_k(starts, counts, ids, logits, zeros, zeros, 1.0, 1.0, 2)[0].tolist() == [[11, 13], [14, -1]]
+    with pytest.raises(ValueError, match=r"query 1's candidates \[4, \+2\) lie outside the 5"):
+        fused_top_k(starts, np.array([4, 2], np.int64), ids, logits, zeros, zeros, 1.0, 1.0, 2)
 
 
 @pytest.mark.parametrize("monitor", ["P@1", "loss"])
