@@ -66,31 +66,34 @@ bool has_nonfinite(const float* x, std::size_t n) {
 
 }  // namespace
 
+bool Parameters::step_row(const OptimizerStep& s, const Kernels& k, std::uint32_t r, float* g, float* bias_g) {
+  const std::size_t off = static_cast<std::size_t>(r) * stride, slots = state.size();
+  float* row_state[2];
+  float* row_bias_state[2];
+  for (std::size_t j = 0; j < slots; ++j) {
+    row_state[j] = state[j].data() + off;
+    if (row_bias) row_bias_state[j] = bias_state[j].data() + r;
+  }
+  s.apply(k, row(r), row_state, g, cols);
+  if (row_bias) s.apply(k, &bias[r], row_bias_state, bias_g, 1);
+  if (has_bf16()) k.to_bf16(row(r), weight_bf16.data() + off, cols);
+  // Checked while the row is still in cache, so divergence is caught in the batch that causes it.
+  // The last state array (Adam's second moment, Adagrad's sum of squares) is checked too: it
+  // overflows first, then silently freezes the row.
+  return has_nonfinite(row(r), cols) || (row_bias && !std::isfinite(bias[r])) ||
+         (slots && has_nonfinite(row_state[slots - 1], cols));
+}
+
 template <class RowOf>
 static std::int64_t update_rows(Parameters& p, std::int64_t count, RowOf row_of, const OptimizerConfig& opt, float lr,
                         std::int64_t step, float grad_scale, int threads) {
   const Kernels& k = kernels();
   const OptimizerStep s(opt, lr, step, grad_scale);
-  const std::size_t slots = p.state.size();
   std::atomic<std::int64_t> nonfinite{0};
   parallel_for(threads, count, [&](std::int64_t i) {
     const std::uint32_t r = row_of(i);
-    const std::size_t off = static_cast<std::size_t>(r) * p.stride;
-    float* row_state[2];
-    float* bias_state[2];
-    for (std::size_t j = 0; j < slots; ++j) {
-      row_state[j] = p.state[j].data() + off;
-      if (p.row_bias) bias_state[j] = p.bias_state[j].data() + r;
-    }
-    s.apply(k, p.row(r), row_state, p.grad_row(r), p.cols);
-    if (p.row_bias) s.apply(k, &p.bias[r], bias_state, &p.bias_grad[r], 1);
     p.touched[r] = 0;
-    if (p.has_bf16()) k.to_bf16(p.row(r), p.weight_bf16.data() + off, p.cols);
-    // Checked while the row is still in cache, so divergence is caught in the batch that causes it.
-    // The last state array (Adam's second moment, Adagrad's sum of squares) is checked too: it
-    // overflows first, then silently freezes the row.
-    if (has_nonfinite(p.row(r), p.cols) || (p.row_bias && !std::isfinite(p.bias[r])) ||
-        (slots && has_nonfinite(row_state[slots - 1], p.cols)))
+    if (p.step_row(s, k, r, p.grad_row(r), p.row_bias ? &p.bias_grad[r] : nullptr))
       nonfinite.fetch_add(1, std::memory_order_relaxed);
   });
   return nonfinite.load();

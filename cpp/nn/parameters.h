@@ -35,6 +35,11 @@ class Parameters {
   std::int64_t update(const std::vector<const std::vector<std::uint32_t>*>& lists, const OptimizerConfig& opt,
                       float lr, std::int64_t step, float grad_scale, int threads);
   std::int64_t update_all(const OptimizerConfig& opt, float lr, std::int64_t step, float grad_scale, int threads);
+  // One optimizer step of row r (and its bias entry) from the gradient sums `grad` (cols floats)
+  // and `bias_grad`, both zeroed afterwards, wherever they are held; the row's BF16 copy follows.
+  // Returns whether the row now holds a NaN or inf. update() steps each listed row so, from its
+  // own accumulators; a batch-shared output layer steps its rows from the batch's gathered ones.
+  bool step_row(const OptimizerStep& s, const Kernels& k, std::uint32_t r, float* grad, float* bias_grad);
   void clear_gradients();
   std::size_t memory_bytes() const;
 

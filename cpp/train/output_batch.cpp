@@ -1,6 +1,7 @@
 #include "train/output_batch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -31,8 +32,9 @@ Range share(std::size_t n, int parts, int t, std::size_t align) {
 
 class OutputBatch {
  public:
-  explicit OutputBatch(Network& net)
+  OutputBatch(Network& net, const OptimizerStep* step)
       : net_(net),
+        step_(step),
         w_(net.batch_workspace()),
         out_(net.layers.back()),
         p_(out_.params),
@@ -59,6 +61,7 @@ class OutputBatch {
     stats.samples = static_cast<std::int64_t>(B_);
     stats.active = static_cast<std::int64_t>(N_ * B_);
     for (std::size_t b = 0; b < B_; ++b) stats.loss += w_.loss[b];
+    stats.nonfinite_rows = nonfinite_.load();
     return stats;
   }
 
@@ -240,6 +243,12 @@ class OutputBatch {
     std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
     for (std::size_t n = r.begin; n < r.end; ++n) {
       const std::uint32_t j = neuron(c0 + n);
+      if (ids_ && step_) {  // each active row once per batch: its step from the gathered gradient
+        if (p_.step_row(*step_, k_, j, &w_.weight_grad[n * ldh_], &w_.bias_grad[n]))
+          nonfinite_.fetch_add(1, std::memory_order_relaxed);
+        out_.index()->mark_updated(j);
+        continue;
+      }
       p_.bias_grad[j] += w_.bias_grad[n];
       if (!ids_) continue;
       k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
@@ -423,6 +432,8 @@ class OutputBatch {
   }
 
   Network& net_;
+  const OptimizerStep* const step_;  // set: sampled rows step as their gradient is gathered
+  std::atomic<std::int64_t> nonfinite_{0};
   BatchWorkspace& w_;
   FcLayer& out_;
   Parameters& p_;
@@ -440,6 +451,8 @@ class OutputBatch {
 
 }  // namespace
 
-BatchStats output_batch_gradients(Network& net, std::size_t samples) { return OutputBatch(net).run(samples); }
+BatchStats output_batch_gradients(Network& net, std::size_t samples, const OptimizerStep* step) {
+  return OutputBatch(net, step).run(samples);
+}
 
 }  // namespace slide

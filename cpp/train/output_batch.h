@@ -19,6 +19,9 @@ namespace slide {
 // at least one). Accumulates the output layer's gradients in the network, and leaves dL/dhidden of
 // this rank's samples in `hidden_delta` (`held_delta` under MPI, where they are rows `first` ..
 // `first + held` of the batch every rank shares) and each sample's loss in `loss`.
-BatchStats output_batch_gradients(Network& net, std::size_t samples);
+// With `step`, a sampled layer's rows take their optimizer step as soon as their gradient is
+// gathered (Parameters::step_row), never written to the layer's accumulators, and stats count the
+// rows left non-finite; the caller then steps the rest of the network (apply_updates) without them.
+BatchStats output_batch_gradients(Network& net, std::size_t samples, const OptimizerStep* step = nullptr);
 
 }  // namespace slide

@@ -21,12 +21,12 @@ class SharedBatch {
         ldh_(padded_stride(net.layers.back().params.cols)),
         comm_(net.collective()) {}
 
-  BatchStats run(const std::int64_t* rows, std::int64_t count) {
+  BatchStats run(const std::int64_t* rows, std::int64_t count, const OptimizerStep* output_step) {
     w_.rows.clear();
     for (std::int64_t i = 0; i < count; ++i)  // a sample without labels has nothing to learn
       if (y_.indptr[rows[i] + 1] > y_.indptr[rows[i]]) w_.rows.push_back(rows[i]);
     hidden_forward();
-    const BatchStats stats = output_batch_gradients(net_, w_.rows.size());
+    const BatchStats stats = output_batch_gradients(net_, w_.rows.size(), output_step);
     if (stats.samples) hidden_backward();
     return stats;
   }
@@ -86,8 +86,8 @@ class SharedBatch {
 }  // namespace
 
 BatchStats shared_batch_gradients(Network& net, const CsrFloat& x, const CsrIds& y, const std::int64_t* rows,
-                                  std::int64_t count) {
-  return SharedBatch(net, x, y).run(rows, count);
+                                  std::int64_t count, const OptimizerStep* output_step) {
+  return SharedBatch(net, x, y).run(rows, count, output_step);
 }
 
 }  // namespace slide

@@ -10,7 +10,8 @@
 
 namespace slide {
 
+// `output_step`: as output_batch_gradients' `step`.
 BatchStats shared_batch_gradients(Network& net, const CsrFloat& x, const CsrIds& y, const std::int64_t* rows,
-                                  std::int64_t count);
+                                  std::int64_t count, const OptimizerStep* output_step = nullptr);
 
 }  // namespace slide
