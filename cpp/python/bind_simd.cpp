@@ -140,7 +140,8 @@ void bind_simd(py::module_& m) {
     F out(static_cast<py::ssize_t>(n));
     std::copy(scores.data(), scores.data() + n, out.mutable_data());
     U hits(static_cast<py::ssize_t>(n));
-    const std::size_t count = level_kernels(level).add_bias_hits(out.mutable_data(), n, bias, bar.data(), hits.mutable_data());
+    const std::size_t count =
+        level_kernels(level).add_bias_hits(out.mutable_data(), n, bias, bar.data(), hits.mutable_data());
     return py::make_tuple(hits[py::slice(0, static_cast<py::ssize_t>(count), 1)], out);
   });
   m.def("_kernel_wta", [](const std::string& level, const F& x, const U& coords, float skip) {

@@ -271,8 +271,8 @@ std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar,
   for (; b + 8 <= n; b += 8) {
     const __m256 v = _mm256_add_ps(_mm256_loadu_ps(s + b), add);
     _mm256_storeu_ps(s + b, v);
-    for (unsigned m = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_loadu_ps(bar + b), _CMP_NLT_UQ)));
-         m; m &= m - 1)
+    const __m256 reached = _mm256_cmp_ps(v, _mm256_loadu_ps(bar + b), _CMP_NLT_UQ);
+    for (unsigned m = static_cast<unsigned>(_mm256_movemask_ps(reached)); m; m &= m - 1)
       hits[count++] = static_cast<std::uint32_t>(b + static_cast<std::size_t>(__builtin_ctz(m)));
   }
   return count + scalar_ops::add_bias_hits(s + b, n - b, bias, bar + b, hits + count, static_cast<std::uint32_t>(b));
