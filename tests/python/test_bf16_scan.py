@@ -90,3 +90,13 @@ def test_the_rerankers_training_lists_are_ranked_with_the_training_products(prob
     np.testing.assert_array_equal(shortlists(net, X, 20, progress=True), want)
     if NATIVE and matmul == "bf16":  # the BF16 lists differ from the exact ones somewhere
         assert (want != net._core.predict(X.indptr, X.indices, X.data, 20, True, scan="fp32")[0]).any()
+
+
+@pytest.mark.parametrize("matmul,found", [
+    ("fp32", "found by an exact scan of its 1,500 outputs)"),
+    ("bf16", "found by a scan of its 1,500 outputs with BF16 products where the CPU has AVX-512 BF16)")])
+def test_the_run_says_how_the_training_lists_are_ranked(problem, matmul, found):
+    from slide.runs.loop import _after_training
+
+    net = slide.Network(200, 1500, hidden=(8,), mode="dense", matmul=matmul, rerank=5, neighbours=0, threads=1)
+    assert _after_training(net, problem[0]).endswith(found)
