@@ -275,7 +275,9 @@ std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar,
     for (unsigned m = static_cast<unsigned>(_mm256_movemask_ps(reached)); m; m &= m - 1)
       hits[count++] = static_cast<std::uint32_t>(b + static_cast<std::size_t>(__builtin_ctz(m)));
   }
-  return count + scalar_ops::add_bias_hits(s + b, n - b, bias, bar + b, hits + count, static_cast<std::uint32_t>(b));
+  const std::size_t tail = scalar_ops::add_bias_hits(s + b, n - b, bias, bar + b, hits + count);
+  for (std::size_t i = count; i < count + tail; ++i) hits[i] += static_cast<std::uint32_t>(b);  // tail-relative
+  return count + tail;
 }
 
 float max_value(const float* x, std::size_t n) {

@@ -134,12 +134,11 @@ inline bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step
   return hit;
 }
 
-inline std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits,
-                                 std::uint32_t first = 0) {
+inline std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits) {
   std::size_t count = 0;
   for (std::size_t b = 0; b < n; ++b) {
     s[b] += bias;
-    if (!(s[b] < bar[b])) hits[count++] = first + static_cast<std::uint32_t>(b);
+    if (!(s[b] < bar[b])) hits[count++] = static_cast<std::uint32_t>(b);
   }
   return count;
 }

@@ -238,7 +238,8 @@ class OutputBatch {
 
   // Outputs [r.begin, r.end) of the chunk at c0: their bias gradients (bias_grad) into the layer's,
   // and for a sampled layer their weight gradients (weight_grad) into the gathered rows, claimed
-  // for this step's update. A dense layer's weight gradient went into its rows directly.
+  // for this step's update; with step_, a sampled layer's rows take that step here instead, from
+  // the chunk's gradients. A dense layer's weight gradient went into its rows directly.
   void add_chunk_gradients(int t, std::size_t c0, Range r) {
     std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
     for (std::size_t n = r.begin; n < r.end; ++n) {
