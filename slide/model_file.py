@@ -31,7 +31,9 @@ _MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.po
                   "neighbours.labels.indices": np.dtype(np.int32)}
 # The re-ranker's arrays (slide.reranker.ShortlistReranker.to_arrays) and their types.
 _RERANKER_ARRAYS = {"reranker.weights": np.dtype(np.float32), "reranker.bias": np.dtype(np.float32),
-                    "reranker.shortlist": np.dtype(np.int64)}
+                    "reranker.shortlist": np.dtype(np.int64), "reranker.trained_on": np.dtype(np.int64)}
+# Arrays a part may lack: files written before they were kept (ShortlistReranker.from_arrays says how).
+_OPTIONAL_ARRAYS = frozenset({"reranker.trained_on"})
 # Arrays whose size the configuration does not fix: read whole, by their type.
 _WHOLE_ARRAYS = {**_MEMORY_ARRAYS, **_RERANKER_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
 
@@ -228,8 +230,9 @@ def _optional_part(net: Any, path: Path, whole: dict[str, np.ndarray], names: di
     arrays = {k: v for k, v in whole.items() if k in names}
     if not arrays:
         return None
-    if set(arrays) != set(names):
-        raise ModelFileError(f"{path}: {what} lacks arrays {sorted(set(names) - set(arrays))}")
+    missing = set(names) - set(arrays) - _OPTIONAL_ARRAYS
+    if missing or not set(arrays) - _OPTIONAL_ARRAYS:
+        raise ModelFileError(f"{path}: {what} lacks arrays {sorted(missing or set(names) - _OPTIONAL_ARRAYS)}")
     try:
         return build(arrays, net.input_dim, net.output_dim)
     except ValueError as e:

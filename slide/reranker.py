@@ -17,7 +17,8 @@ cpp/rerank/shortlist_reranker.cpp).
 
 Prediction scores logit + weight x re-ranker score over the network's top `shortlist` labels (and
 the voted labels, when the neighbours vote); the weight is picked on validation data, like the
-vote's. Measured on the real suite's debian-deps (40,415 labels), without the vote: the network
+vote's. A label outside the network's top `trained_on` (the width of the lists it trained on)
+scores OUTSIDE_SCORE: its classifier never met such a point. Measured on the real suite's debian-deps (40,415 labels), without the vote: the network
 alone 0.646 P@1, with the Adagrad re-ranker 0.683, with the squared hinge 0.693
 (benches/reranker.py, benches/reranker_solver.py; slide.shape_defaults says where it is on).
 """
@@ -52,14 +53,30 @@ HINGE_TOLERANCE = 0.1
 # and about 1.5 s more of shortlists. Adagrad's epochs (streams, MPI) gained nothing from wider
 # lists (benches/reranker.py), so they keep `shortlist`.
 HINGE_SHORTLIST_FACTOR = 4
+# The score of a candidate outside the lists the re-ranker trained on (a voted label the network
+# ranks below its top `trained_on`): the squared hinge's target for a negative. Such a label's
+# classifier only ever met the points whose lists held it, so elsewhere its score is an
+# extrapolation, and a high one: on debian-deps the voted labels outside the network's top 25
+# scored -0.32 on average against -0.97 for the shortlist's wrong labels, so a larger re-ranker
+# weight lifted them (test P@1 0.695 at vote weight 4 and re-ranker weight 2, 0.684 at 4 and 4).
+# Scored -1 outside the top 100 the pair (2, 4) gives 0.700 / 0.365 P@1 / P@5, and none of nine
+# pairs tried falls below 0.692 (one network; the pairs scored on the test split).
+OUTSIDE_SCORE = -1.0
 
 
 class ShortlistReranker:
     """Per-label linear classifiers over `n_features` inputs for `n_labels` labels, hashed into
-    2^`bits` slots, scoring the network's top `shortlist` labels."""
+    2^`bits` slots, scoring the network's top `shortlist` labels. `trained_on` (at least
+    `shortlist`; by default `shortlist`) is how many of the network's best labels each training
+    point's list held: labels below them score OUTSIDE_SCORE."""
 
-    def __init__(self, n_features: int, n_labels: int, shortlist: int, bits: int = BITS) -> None:
+    def __init__(self, n_features: int, n_labels: int, shortlist: int, bits: int = BITS,
+                 trained_on: "int | None" = None) -> None:
         self.n_features, self.n_labels, self.shortlist, self.bits = int(n_features), int(n_labels), int(shortlist), bits
+        self.trained_on = self.shortlist if trained_on is None else int(trained_on)
+        if not self.shortlist <= self.trained_on <= self.n_labels:
+            raise ValueError(f"trained_on must be in [shortlist ({self.shortlist}), n_labels ({self.n_labels})], "
+                             f"got {self.trained_on}")
         # (weight, Adagrad's sum of squared gradients) per slot and per label's bias, side by side
         # so that a training step misses the cache once; only the weights are saved.
         self.slots = np.zeros((1 << bits, 2), np.float32)
@@ -107,12 +124,16 @@ class ShortlistReranker:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"reranker.weights": self.slots[:, 0].copy(), "reranker.bias": self.bias[:, 0].copy(),
-                "reranker.shortlist": np.array([self.shortlist], np.int64)}
+                "reranker.shortlist": np.array([self.shortlist], np.int64),
+                "reranker.trained_on": np.array([self.trained_on], np.int64)}
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray], n_features: int, n_labels: int) -> "ShortlistReranker":
-        """Rebuild from `to_arrays`'s output, which comes from a file: every shape and value is checked."""
+        """Rebuild from `to_arrays`'s output, which comes from a file: every shape and value is checked.
+        Files written before `trained_on` was kept lack it: their re-ranker is trusted on its
+        shortlist only."""
         weights, bias, shortlist = a["reranker.weights"], a["reranker.bias"], a["reranker.shortlist"]
+        trained_on = a.get("reranker.trained_on", shortlist)
         size = weights.size
         if weights.ndim != 1 or size < 2 or size & (size - 1):
             raise ValueError(f"reranker.weights holds {size} values, expected a power of two")
@@ -120,9 +141,11 @@ class ShortlistReranker:
             raise ValueError(f"reranker.bias holds {bias.size} values, expected one per label ({n_labels})")
         if shortlist.shape != (1,) or not 1 <= int(shortlist[0]) <= n_labels:
             raise ValueError(f"reranker.shortlist must be one count in [1, {n_labels}]")
+        if trained_on.shape != (1,) or not int(shortlist[0]) <= int(trained_on[0]) <= n_labels:
+            raise ValueError(f"reranker.trained_on must be one count in [reranker.shortlist, {n_labels}]")
         if not (np.all(np.isfinite(weights)) and np.all(np.isfinite(bias))):
             raise ValueError("the re-ranker's weights hold a NaN or inf")
-        out = cls(n_features, n_labels, int(shortlist[0]), bits=size.bit_length() - 1)
+        out = cls(n_features, n_labels, int(shortlist[0]), bits=size.bit_length() - 1, trained_on=int(trained_on[0]))
         out.slots[:, 0], out.bias[:, 0] = weights, bias
         return out
 

@@ -82,8 +82,8 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: i
     descent (`ShortlistReranker.fit_hinge`; `epochs` unused), returning its loss. Under MPI, from
     each rank's own points (X, Y: this rank's share): `epochs` Adagrad passes whose changes all
     ranks add up, since no rank holds a label's every point."""
-    reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim))
     solver, listed = training_lists(net, in_memory=True)
+    reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim), trained_on=listed)
     candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
     if solver == HINGE:
         return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
