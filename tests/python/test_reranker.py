@@ -93,14 +93,23 @@ def test_bad_arrays_are_refused_with_what_is_wrong():
         reranker_epoch(*args, *y, cand, order, slots, bias, float("nan"), 1)
 
 
+RERANK = 10
+
+
+def reranked(folder, neighbours: int):
+    """(network, its model file, test split): a network whose fit trains a re-ranker of its
+    RERANK best labels, with the vote of `neighbours` points when positive."""
+    train, test = make_train_test(1200, 300, 400, 9000, seed=4, avg_nnz=12, avg_labels=2)
+    net = slide.Network(400, 9000, hidden=(16,), mode="batch", rerank=RERANK, neighbours=neighbours, threads=2,
+                        seed=0)
+    net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
+    net.save(folder / "m.npz")
+    return net, folder / "m.npz", test
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    train, test = make_train_test(1200, 300, 400, 9000, seed=4, avg_nnz=12, avg_labels=2)
-    net = slide.Network(400, 9000, hidden=(16,), mode="batch", rerank=10, neighbours=0, threads=2, seed=0)
-    net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
-    path = tmp_path_factory.mktemp("reranked") / "m.npz"
-    net.save(path)
-    return net, path, test
+    return reranked(tmp_path_factory.mktemp("reranked"), neighbours=0)
 
 
 def test_fit_trains_the_reranker_and_picks_its_weight_on_validation(trained):
@@ -123,7 +132,8 @@ def test_a_model_file_round_trips_the_reranker(trained):
     assert np.array_equal(back.predict(test.X, k=5)[0], net.predict(test.X, k=5)[0])
 
 
-def _tampered(path, out, change):
+def tampered(path, out, change):
+    """A copy of the model file with `change` applied to its arrays and every checksum recomputed."""
     header, arrays = read_header(path), read_arrays(path)
     header.pop("checksums")
     change(arrays)
@@ -140,7 +150,7 @@ def _tampered(path, out, change):
 ])
 def test_a_hostile_reranker_in_a_model_file_is_refused(trained, tmp_path, change, message):
     _, path, _ = trained
-    bad = _tampered(path, tmp_path / "bad.npz", change)
+    bad = tampered(path, tmp_path / "bad.npz", change)
     with pytest.raises(ModelFileError, match=message) as e:
         slide.Network.load(bad)
     assert str(bad) in str(e.value)
