@@ -18,9 +18,10 @@ cpp/rerank/shortlist_reranker.cpp).
 Prediction scores logit + weight x re-ranker score over the network's top `shortlist` labels (and
 the voted labels, when the neighbours vote); the weight is picked on validation data, like the
 vote's. A label outside the network's top `trained_on` (the width of the lists it trained on)
-scores OUTSIDE_SCORE: its classifier never met such a point. Measured on the real suite's debian-deps (40,415 labels), without the vote: the network
-alone 0.646 P@1, with the Adagrad re-ranker 0.683, with the squared hinge 0.693
-(benches/reranker.py, benches/reranker_solver.py; slide.shape_defaults says where it is on).
+scores OUTSIDE_SCORE: its classifier never met such a point. Measured on the real suite's
+debian-deps (40,415 labels), without the vote: the network alone 0.646 P@1, with the Adagrad
+re-ranker 0.683, with the squared hinge 0.693 (benches/reranker.py, benches/reranker_solver.py;
+slide.shape_defaults says where it is on).
 """
 
 from __future__ import annotations
