@@ -95,8 +95,10 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         neighbours, neighbour_weight: predictions add ``neighbour_weight`` x the vote of the
             ``neighbours`` most similar training points (`remember`; 0: no vote).
         rerank, rerank_weight: `fit` then trains per-label linear classifiers on each training
-            point's ``rerank`` best labels, and predictions add ``rerank_weight`` x their score on
-            the network's ``rerank`` best (`fit_reranker`, `slide.reranker`; 0: no re-ranker).
+            point's ``rerank`` best labels (four times as many with the points in memory), and
+            predictions add ``rerank_weight`` x their score on the network's ``rerank`` best and
+            the voted labels; a label below the lists they trained on scores -1 (`fit_reranker`,
+            `slide.reranker`; 0: no re-ranker).
         threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
