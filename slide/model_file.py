@@ -230,9 +230,9 @@ def _optional_part(net: Any, path: Path, whole: dict[str, np.ndarray], names: di
     arrays = {k: v for k, v in whole.items() if k in names}
     if not arrays:
         return None
-    missing = set(names) - set(arrays) - _OPTIONAL_ARRAYS
-    if missing or not set(arrays) - _OPTIONAL_ARRAYS:
-        raise ModelFileError(f"{path}: {what} lacks arrays {sorted(missing or set(names) - _OPTIONAL_ARRAYS)}")
+    missing = set(names) - _OPTIONAL_ARRAYS - set(arrays)
+    if missing:
+        raise ModelFileError(f"{path}: {what} lacks arrays {sorted(missing)}")
     try:
         return build(arrays, net.input_dim, net.output_dim)
     except ValueError as e:

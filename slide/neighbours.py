@@ -107,6 +107,11 @@ def _check_csr(name: str, indptr: np.ndarray, indices: np.ndarray, rows: int, di
 LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label ids) -> logits
 
 
+def pair_keys(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """One int64 per (query row, label id) pair, for membership tests over pairs."""
+    return (rows.astype(np.int64) << 32) | labels.astype(np.int64)
+
+
 class Fusion:
     """One batch of queries, scored once: the network's top-k, the votes, the logits of the voted
     labels and the re-ranker's scores of every candidate; `top(weight, k, rerank_weight)` then
@@ -120,9 +125,7 @@ class Fusion:
         voted_rows = np.repeat(np.arange(n), np.diff(votes.indptr))
         voted_logits = logits_of(voted_rows, votes.indices) if votes.nnz else np.zeros(0, np.float32)
         # Network-only entries whose label also got a vote are dropped: the voted copy has its logit.
-        net_key = rows[keep].astype(np.int64) * np.int64(1 << 32) + ids.ravel()[keep]
-        voted_key = voted_rows.astype(np.int64) * np.int64(1 << 32) + votes.indices
-        only_net = ~np.isin(net_key, voted_key)
+        only_net = ~np.isin(pair_keys(rows[keep], ids.ravel()[keep]), pair_keys(voted_rows, votes.indices))
         self.n = n
         self.rows = np.concatenate([rows[keep][only_net], voted_rows])
         self.ids = np.concatenate([ids.ravel()[keep][only_net], votes.indices]).astype(np.int32)

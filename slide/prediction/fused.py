@@ -9,7 +9,7 @@ from typing import Any, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ..neighbours import Fusion, NeighbourMemory, pick_weights
+from ..neighbours import Fusion, NeighbourMemory, pair_keys, pick_weights
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 
 _CHUNK = 1 << 16  # rows of logits computed at once for the voted labels
@@ -20,10 +20,10 @@ def _rerank_within(reranker: ShortlistReranker, X: sp.csr_matrix, known: np.ndar
     `trained_on`, -1 for none) holds the label, OUTSIDE_SCORE elsewhere (slide.reranker)."""
     known_rows = np.repeat(np.arange(known.shape[0]), known.shape[1])
     listed = known.ravel() >= 0
-    known_keys = np.sort(_pair_keys(known_rows[listed], known.ravel()[listed]))
+    known_keys = np.sort(pair_keys(known_rows[listed], known.ravel()[listed]))
 
     def rerank_of(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        keys = _pair_keys(rows, labels)
+        keys = pair_keys(rows, labels)
         # np.isin hashes both sides: 1.1 s on debian-deps' test set, this 0.1 s
         at = np.minimum(np.searchsorted(known_keys, keys), max(known_keys.size - 1, 0))
         inside = known_keys[at] == keys if known_keys.size else np.zeros(keys.size, bool)
@@ -31,10 +31,6 @@ def _rerank_within(reranker: ShortlistReranker, X: sp.csr_matrix, known: np.ndar
         out[inside] = reranker.scores(X, rows[inside], labels[inside], threads)
         return out
     return rerank_of
-
-
-def _pair_keys(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    return (rows.astype(np.int64) << 32) | labels.astype(np.int64)
 
 
 class VotedNetwork:
