@@ -76,6 +76,7 @@ BLOCKS: dict[str, Block] = {
     "openmp_wait": _one("openmp_wait.json", engine.openmp_wait),
     "data_loading": _one("data_loading.json", engine.data_loading),
     "exact_scan": _one("exact_scan.json", engine.exact_scan),
+    "sparse_adam": _one("sparse_adam.json", engine.sparse_adam),
     "neighbour_search": _one("neighbour_search.json", engine.neighbour_search),
     # around training
     "run_overhead": _one("run_overhead.json", runs.run_overhead),

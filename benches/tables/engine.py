@@ -127,6 +127,17 @@ def exact_scan(result: dict, name: str = "exact_scan.json") -> str:
          "different labels (not ties)"], rows)
 
 
+def sparse_adam(result: dict, name: str = "sparse_adam.json") -> str:
+    rows = [[i + 1, f"{r['torch_ms_per_step']:.2f}", f"{r['slide_ms_per_step']:.2f}", ratio(r["speedup"]),
+             f"{r['largest_weight_difference']:.1e}"] for i, r in enumerate(result["rounds"])]
+    extra = (f"an EmbeddingBag of {result['rows']:,} x {result['width']} rows, batches of {result['batch_size']} "
+             f"samples of about {result['features_per_sample']:g} features, {result['batches_per_round']} steps "
+             f"per round at lr {result['lr']:g}; median speed-up {ratio(result['speedup_median'])}")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["round", "torch.optim.SparseAdam ms/step", "slide.torch.SparseAdam ms/step", "speed-up",
+         "largest weight difference so far"], rows)
+
+
 def neighbour_search(result: dict, name: str = "neighbour_search.json") -> str:
     rows = [[i + 1, f"{r['engine_seconds']:.3f}", f"{r['scipy_seconds']:.3f}", ratio(r["speedup"]),
              f"{r['max_vote_difference']:g}"] for i, r in enumerate(result["rounds"])]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..compare.protocol import add_run_arguments
-from .systems import HEADS
+from .systems import HEADS, SPARSE_ADAMS
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = ROOT / "benches" / "results" / "torch_layer.json"
@@ -42,7 +42,8 @@ def child(args) -> None:
     from .systems import EncoderSystem
 
     data = load(Path(args.data))
-    system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr, matmul=args.matmul)
+    system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr, matmul=args.matmul,
+                           sparse_adam=args.sparse_adam)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
                  checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log)
@@ -88,7 +89,7 @@ def run_child(head: str, data_dir: Path, args) -> dict:
     cmd = [sys.executable, "-m", "benches.torch_layer", "--child", head, "--data", str(data_dir), "--threads",
            str(args.threads), "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--budget",
            str(args.budget), "--max-epochs", str(args.max_epochs), "--checkpoints", str(args.checkpoints),
-           "--checkpoint-test", str(args.checkpoint_test), "--matmul", args.matmul]
+           "--checkpoint-test", str(args.checkpoint_test), "--matmul", args.matmul, "--sparse-adam", args.sparse_adam]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     if r.returncode:
         raise SystemExit(f"{head} failed (exit {r.returncode}); see its output above")
@@ -134,6 +135,9 @@ def main() -> int:
                     help="training seconds per system on the real set (its 10 epochs take about 20-30 s)")
     ap.add_argument("--matmul", choices=("fp32", "bf16"), default="fp32",
                     help="ExtremeOutput's matrix products (slide.Network's matmul)")
+    ap.add_argument("--sparse-adam", choices=SPARSE_ADAMS, default="slide",
+                    help="the sparse Adam of the embedding and of sampled softmax's output rows: "
+                         "slide.torch.SparseAdam or torch.optim.SparseAdam (the same update)")
     ap.add_argument("--out", type=Path, default=RESULT)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)

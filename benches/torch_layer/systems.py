@@ -1,17 +1,21 @@
 """One PyTorch encoder (a sparse-input EmbeddingBag -> 128, bias, ReLU; sparse Adam on the
 embedding, Adam on the bias) ending in one of three output layers, all trained from the same
-torch loop with the same batch size, learning rate and threads:
+torch loop with the same batch size, learning rate and threads. Every parameter with a sparse
+gradient (the embedding, sampled softmax's output rows) is stepped by the same sparse Adam:
+`slide.torch.SparseAdam` ("slide", the default) or `torch.optim.SparseAdam` ("torch"), the same
+update.
 
 - extreme: `slide.torch.ExtremeOutput` (mode "batch": the batch's labels and its LSH candidates;
            its `matmul`, fp32 or bf16);
 - sampled: PyTorch sampled softmax, the batch's labels plus `negatives` shared uniform negatives,
-           as one matrix product, with sparse Adam on the output rows;
+           as one matrix product, with the sparse Adam on the output rows;
 - full:    a full `nn.Linear`-style softmax over every output, Adam.
 
 Each is a `benches.compare.protocol` system: train(rows) and top_k(X, k)."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -20,16 +24,25 @@ from ..compare.torch_systems import TorchLoop, softmax_loss
 
 HIDDEN = 128
 HEADS = ("extreme", "sampled", "full")
+SPARSE_ADAMS = ("slide", "torch")
 
 
 class EncoderSystem(TorchLoop):
     def __init__(self, data: dict, head: str, threads: int, batch_size: int, lr: float, negatives: int = 4096,
-                 seed: int = 0, matmul: str = "fp32") -> None:
+                 seed: int = 0, matmul: str = "fp32", sparse_adam: str = "slide") -> None:
         import torch
         import torch.nn as nn
 
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {head!r}")
+        if sparse_adam not in SPARSE_ADAMS:
+            raise ValueError(f"sparse_adam must be one of {SPARSE_ADAMS}, got {sparse_adam!r}")
+        if sparse_adam == "slide":
+            from slide.torch import SparseAdam
+
+            sparse_adam_class = functools.partial(SparseAdam, threads=threads)
+        else:
+            sparse_adam_class = torch.optim.SparseAdam
         torch.set_num_threads(threads)
         torch.manual_seed(seed)
         self.torch, self.head, self.batch_size, self.negatives = torch, head, batch_size, negatives
@@ -38,7 +51,7 @@ class EncoderSystem(TorchLoop):
         self.emb = nn.EmbeddingBag(d_in, HIDDEN, mode="sum", sparse=True)
         nn.init.normal_(self.emb.weight, std=0.1)
         self.bias = nn.Parameter(torch.zeros(HIDDEN))
-        self.opts = [torch.optim.SparseAdam([self.emb.weight], lr=lr), torch.optim.Adam([self.bias], lr=lr)]
+        self.opts = [sparse_adam_class([self.emb.weight], lr=lr), torch.optim.Adam([self.bias], lr=lr)]
         self.rng = np.random.default_rng(seed)
         if head == "extreme":
             from slide.torch import ExtremeOutput
@@ -52,7 +65,7 @@ class EncoderSystem(TorchLoop):
         self.out_b = nn.Embedding(self.d_out, 1, sparse=sparse)
         nn.init.zeros_(self.out_b.weight)
         params = [self.out.weight, self.out_b.weight]
-        self.opts.append(torch.optim.SparseAdam(params, lr=lr) if sparse else torch.optim.Adam(params, lr=lr))
+        self.opts.append(sparse_adam_class(params, lr=lr) if sparse else torch.optim.Adam(params, lr=lr))
 
     def encode(self, X):
         t = self.torch
