@@ -67,7 +67,7 @@ def main() -> int:
                 spent += time.perf_counter() - t0
                 opt.zero_grad()
             ms[name] = 1e3 * spent / len(batches)
-        gap = float((embeddings["torch"].weight - embeddings["slide"].weight).abs().max())
+        gap = float((embeddings["torch"].weight - embeddings["slide"].weight).detach().abs().max())
         rounds.append({"torch_ms_per_step": round(ms["torch"], 3), "slide_ms_per_step": round(ms["slide"], 3),
                        "speedup": round(ms["torch"] / ms["slide"], 3), "largest_weight_difference": gap})
         print(f"round {r + 1}: torch {ms['torch']:.2f} ms, slide {ms['slide']:.2f} ms per step, "
