@@ -152,6 +152,10 @@ def _row_ids(row, i: int, output_dim: int, name: str) -> np.ndarray:
     the caller's range check, never wrapped."""
     if isinstance(row, (str, bytes)):
         raise ValueError(f"{name} row {i} is the string {row!r}; label ids must be integers")
+    if isinstance(row, (list, tuple)):  # np.asarray([0, False]) would read the bool as label 0
+        flag = next((v for v in row if isinstance(v, (bool, np.bool_))), None)
+        if flag is not None:
+            raise ValueError(f"{name} row {i} holds {flag!r}; label ids must be integers, not booleans")
     try:
         a = np.asarray(row)
     except (ValueError, TypeError) as e:

@@ -180,6 +180,7 @@ def test_corrupt_label_matrix_and_coo_inputs(net):
     (["a", "b", "c", "d"], "string 'a'"),
     ([[1.5], [1], [2], [3]], "must be integers"),
     ([[True], [1], [2], [3]], "must be integers"),
+    ([[0, False], [1], [2], [3]], "row 0 holds False; label ids must be integers, not booleans"),  # was label 0
     ([[float("nan")], [1], [2], [3]], "must be integers"),
     ([[1], {"a": 1}, [2], [3]], "row 1"),
     (42, "sequence of per-sample labels"),
