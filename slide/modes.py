@@ -28,9 +28,10 @@ class TrainingMode:
 # LSH candidates cover the batch's hard negatives, 6,000 neurons in all make the GEMMs efficient,
 # and rehashing every 25,600 samples keeps table upkeep off the critical path. The intervals then
 # double after each use (SLIDE's decaying schedule): upkeep was 27% of slide.torch.ExtremeOutput's
-# step at 670,091 outputs, and slide with no flags trained debian-deps in 18.7 s instead of 23.5 s
-# (P@1 / P@5 0.700 / 0.364 against 0.700 / 0.361) and debian-rdeps in 12.6 s instead of 15.8 s
-# (0.216 / 0.099 against 0.213 / 0.099).
+# step at 670,091 outputs. On the real suite's widest sets it changes little (the network alone, two
+# runs each side by side: debian-deps 2.07-2.24 s an epoch against 2.13-2.23 s, P@1 / P@5
+# 0.661-0.663 / 0.329-0.333 against 0.662-0.663 / 0.333-0.334; debian-rdeps 1.19-1.21 s against
+# 1.26-1.36 s, 0.187 / 0.079 against 0.184 / 0.077).
 MODES: dict[str, TrainingMode] = {
     "batch": TrainingMode(
         "batch", "the batch shares one active set: its labels, the LSH candidates its samples retrieved most "
