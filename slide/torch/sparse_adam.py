@@ -97,7 +97,7 @@ def _in_place(t: Any, name: str, p: torch.Tensor) -> Any:
     if not (isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.device.type == "cpu"
             and t.shape == p.shape and t.is_contiguous() and not t.is_sparse):
         raise ValueError(f"{name} must be a contiguous float32 CPU tensor of shape {tuple(p.shape)}")
-    return t.numpy()
+    return t.detach().numpy()
 
 
 def _rows_of(p: torch.Tensor, name: str) -> tuple[Any, Any]:

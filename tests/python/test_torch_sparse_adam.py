@@ -151,6 +151,22 @@ def test_refuses_what_it_cannot_step():
         opt.step()
 
 
+def test_a_loaded_state_of_another_shape_is_refused():
+    emb = torch.nn.Embedding(6, 3, sparse=True)
+    opt = SparseAdam(emb.parameters(), lr=0.1)
+    emb(torch.tensor([1, 2])).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    state["state"][0]["exp_avg_sq"] = torch.zeros(5, 3)  # a state saved for another parameter
+    opt.load_state_dict(state)
+    before = emb.weight.detach().clone()
+    emb(torch.tensor([1, 2])).sum().backward()
+    with pytest.raises(ValueError, match=r"'exp_avg_sq' of param_groups\[0\]\['params'\]\[0\] must be a contiguous "
+                                         r"float32 CPU tensor of shape \(6, 3\)"):
+        opt.step()
+    assert torch.equal(emb.weight, before) and opt.state[emb.weight]["step"] == 1
+
+
 def test_an_index_outside_the_rows_moves_nothing():
     w = torch.nn.Parameter(torch.ones(4, 2))
     opt = SparseAdam([w], lr=0.1)
