@@ -117,32 +117,36 @@ def data_loading(result: dict, name: str = "data_loading.json") -> str:
     return source(name, result) + "\n\n" + table(["", "measured"], rows)
 
 
+def _rounds(result: dict, name: str, extra: str, headers: list, cells) -> str:
+    """A benchmark that alternates two ways of doing one thing: one table row per round."""
+    rows = [[i + 1, *cells(r)] for i, r in enumerate(result["rounds"])]
+    return source(name, result, extra=extra) + "\n\n" + table(["round", *headers], rows)
+
+
 def exact_scan(result: dict, name: str = "exact_scan.json") -> str:
-    rows = [[i + 1, f"{r['fp32_ms_per_point']:.3f}", f"{r['int8_ms_per_point']:.3f}", ratio(r["speedup"]),
-             percent(r["same_labels"], 1), r["different_labels_not_ties"]] for i, r in enumerate(result["rounds"])]
     extra = (f"{result['outputs']:,} outputs, hidden {', '.join(str(h) for h in result['hidden'])}, "
              f"top-{result['k']} of {result['test_points']:,} points; median speed-up {ratio(result['speedup_median'])}")
-    return source(name, result, extra=extra) + "\n\n" + table(
-        ["round", "fp32 GEMM ms/point", "int8 scan ms/point", "speed-up", "same labels",
-         "different labels (not ties)"], rows)
+    return _rounds(result, name, extra, ["fp32 GEMM ms/point", "int8 scan ms/point", "speed-up", "same labels",
+                                         "different labels (not ties)"],
+                   lambda r: [f"{r['fp32_ms_per_point']:.3f}", f"{r['int8_ms_per_point']:.3f}", ratio(r["speedup"]),
+                              percent(r["same_labels"], 1), r["different_labels_not_ties"]])
 
 
 def sparse_adam(result: dict, name: str = "sparse_adam.json") -> str:
-    rows = [[i + 1, f"{r['torch_ms_per_step']:.2f}", f"{r['slide_ms_per_step']:.2f}", ratio(r["speedup"]),
-             f"{r['largest_weight_difference']:.1e}"] for i, r in enumerate(result["rounds"])]
     extra = (f"an EmbeddingBag of {result['rows']:,} x {result['width']} rows, batches of {result['batch_size']} "
              f"samples of about {result['features_per_sample']:g} features, {result['batches_per_round']} steps "
              f"per round at lr {result['lr']:g}; median speed-up {ratio(result['speedup_median'])}")
-    return source(name, result, extra=extra) + "\n\n" + table(
-        ["round", "torch.optim.SparseAdam ms/step", "slide.torch.SparseAdam ms/step", "speed-up",
-         "largest weight difference so far"], rows)
+    return _rounds(result, name, extra, ["torch.optim.SparseAdam ms/step", "slide.torch.SparseAdam ms/step",
+                                         "speed-up", "largest weight difference so far"],
+                   lambda r: [f"{r['torch_ms_per_step']:.2f}", f"{r['slide_ms_per_step']:.2f}", ratio(r["speedup"]),
+                              f"{r['largest_weight_difference']:.1e}"])
 
 
 def neighbour_search(result: dict, name: str = "neighbour_search.json") -> str:
-    rows = [[i + 1, f"{r['engine_seconds']:.3f}", f"{r['scipy_seconds']:.3f}", ratio(r["speedup"]),
-             f"{r['max_vote_difference']:g}"] for i, r in enumerate(result["rounds"])]
     extra = (f"{result['queries']:,} queries, k={result['k']}, over {result['points']:,} Amazon-670K-shaped "
              f"training points (about {result['postings_per_query']:,} postings per query); median speed-up "
              f"{ratio(result['median_speedup'])}")
-    return source(name, result, extra=extra) + "\n\n" + table(
-        ["round", "engine s", "scipy sparse products + top-k s", "speed-up", "largest vote difference"], rows)
+    return _rounds(result, name, extra, ["engine s", "scipy sparse products + top-k s", "speed-up",
+                                         "largest vote difference"],
+                   lambda r: [f"{r['engine_seconds']:.3f}", f"{r['scipy_seconds']:.3f}", ratio(r["speedup"]),
+                              f"{r['max_vote_difference']:g}"])

@@ -16,6 +16,12 @@ from typing import Any, Callable, Optional
 import torch
 
 
+def closure_loss(closure: Optional[Callable[[], Any]]) -> Any:
+    """What a torch optimizer's step(closure) returns: the closure's loss, computed with gradients on."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
 
 
 class StagedGradient:
@@ -65,10 +71,7 @@ class LayerOptimizer(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         lr = self.param_groups[0]["lr"]
         if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr >= 0):
             raise ValueError(f"ExtremeOutput's learning rate (param_groups[0]['lr']) must be a finite number "

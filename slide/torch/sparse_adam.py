@@ -18,6 +18,7 @@ import torch
 
 from .._core import sparse_adam_step
 from ..model.arguments import threads as checked_threads
+from .optimizer import closure_loss
 
 
 class SparseAdam(torch.optim.Optimizer):
@@ -45,10 +46,7 @@ class SparseAdam(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for g, group in enumerate(self.param_groups):
             where = f"param_groups[{g}]"
             _check_hyper(group["lr"], group["betas"], group["eps"], f"{where}: ")

@@ -192,3 +192,20 @@ def test_an_index_outside_the_rows_moves_nothing():
     with pytest.raises(ValueError, match=r"values must be \(1, 2\)"):
         sparse_adam_step(weights, m, v, np.array([1]), np.ones((1, 3), np.float32), 0.1, 0.9, 0.999, 1e-8, 1, 2)
     assert (weights == 1).all() and not m.any() and not v.any()
+
+
+def test_step_takes_a_closure_as_torch_optimizers_do():
+    emb = torch.nn.Embedding(6, 3, sparse=True)
+    opt = SparseAdam(emb.parameters(), lr=0.1)
+    before = emb.weight.detach().clone()
+
+    def closure():
+        opt.zero_grad()
+        loss = emb(torch.tensor([1, 1, 4])).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert loss.requires_grad and loss.item() == pytest.approx(float(before[[1, 1, 4]].sum()))
+    moved = (emb.weight != before).any(dim=1).tolist()
+    assert moved == [False, True, False, False, True, False]
