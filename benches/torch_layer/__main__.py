@@ -133,8 +133,8 @@ def main() -> int:
     ap.add_argument("--real-set", default="debian-deps", help="a real-suite set, or '' for none")
     ap.add_argument("--real-budget", type=float, default=40.0,
                     help="training seconds per system on the real set (its 10 epochs take about 20-30 s)")
-    ap.add_argument("--matmul", choices=("fp32", "bf16"), default="fp32",
-                    help="ExtremeOutput's matrix products (slide.Network's matmul)")
+    ap.add_argument("--matmul", choices=("fp32", "bf16"), default="bf16",
+                    help="ExtremeOutput's matrix products (slide.Network's matmul; bf16, as slide train's presets)")
     ap.add_argument("--sparse-adam", choices=SPARSE_ADAMS, default="slide",
                     help="the sparse Adam of the embedding and of sampled softmax's output rows: "
                          "slide.torch.SparseAdam or torch.optim.SparseAdam (the same update)")

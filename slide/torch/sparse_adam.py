@@ -4,8 +4,8 @@ An encoder that starts with ``nn.Embedding(..., sparse=True)`` or ``nn.Embedding
 sparse=True)`` gets a sparse gradient: a row index per input feature of the batch, repeated for
 every sample that has it. ``torch.optim.SparseAdam`` coalesces it and steps the touched rows through
 several sparse tensor operations; at 135,909 x 128 embeddings and batches of 256 samples of 75
-features that took 19-33 ms a batch on the 2-core benchmark host, more than an `ExtremeOutput`'s
-whole forward, backward and step. This class makes the same update (Adam's moments and bias
+features that took 38-49 ms a step on the 2-core benchmark host (benches/results/sparse_adam.json),
+more than an `ExtremeOutput`'s whole forward, backward and step. This class makes the same update (Adam's moments and bias
 correction for the rows the gradient names, no other row moving) in one pass over the distinct
 rows, on the engine's threads, in place in the parameter's own memory."""
 
