@@ -68,11 +68,13 @@ def run_once(system, data: dict, inv_propensity: np.ndarray, log: Callable[[str]
 
 
 def run(system: System, data: dict, *, batch_size: int, budget_seconds: float, max_epochs: int,
-        checkpoints: int, checkpoint_test_points: int, seed: int = 0, log: Callable[[str], None] = print) -> dict:
+        checkpoints: int, checkpoint_test_points: int, seed: int = 0, log: Callable[[str], None] = print,
+        pause: Callable[[], None] = lambda: None) -> dict:
     """Train until `budget_seconds` of training time or `max_epochs`, evaluating at `checkpoints`
     evenly spaced training times on the first `checkpoint_test_points` test points, and once at
     the end on the whole test set. Training runs in pieces sized to take about a twentieth of a
-    checkpoint interval, so slow and fast systems alike stop close to their checkpoints."""
+    checkpoint interval, so slow and fast systems alike stop close to their checkpoints; `pause`
+    is called before each piece, off the training clock (benches.compare.turns)."""
     from slide.metrics import inverse_propensities
 
     inv_propensity = inverse_propensities(data["Ytr"], a=PROPENSITY_A, b=PROPENSITY_B)
@@ -94,6 +96,7 @@ def run(system: System, data: dict, *, batch_size: int, budget_seconds: float, m
         while start < n:
             rows = order[start:start + piece]
             start += len(rows)
+            pause()
             t0 = time.perf_counter()
             system.train(rows)
             dt = time.perf_counter() - t0

@@ -160,7 +160,8 @@ def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
     optimizers = {"slide": "slide.torch.SparseAdam", "torch": "torch.optim.SparseAdam"}
     extra = (f"batch {c['batch_size']}, lr {c['lr']:g}, ExtremeOutput's matmul {c.get('matmul', 'fp32')}, sparse "
              f"parameters stepped by {optimizers[c.get('sparse_adam', 'torch')]}, "
-             f"{c['budget']:g} s of training per system on generated "
+             f"{c['budget']:g} s of training per system ("
+             f"{'in turns' if c.get('schedule') == 'turns' else 'one after another'}) on generated "
              f"data and {c.get('real_budget', c['budget']):g} s on the real set (or "
              f"{c['max_epochs']} epochs), P@1 on {c['checkpoint_test']:,} test points at {c['checkpoints']} checkpoints, "
              f"final scores on every test point; generated data: {c['train']:,} training and {c['test']:,} test points")

@@ -7,8 +7,10 @@ labels from benches.real_suite (default: debian-deps, 15,789 labels):
     python -m benches.torch_layer [--budget 120] [--real-set debian-deps]
 
 Each system trains in its own process (so its peak RSS is its own) for --budget seconds of
-training time, is scored exactly (P@1/3/5, PSP@1/3/5) on 2,000 test points at evenly spaced
-checkpoints and on the whole test set at the end (benches/compare/protocol.py). Writes
+training time, the systems in turns, a piece at a time (benches/compare/turns.py: a drift in the
+shared host's speed slows all of them alike). Each is scored exactly (P@1/3/5, PSP@1/3/5) on
+2,000 test points at evenly spaced checkpoints and on the whole test set at the end
+(benches/compare/protocol.py). Writes
 benches/results/torch_layer.json, with the targets of the layer's issue judged from the timelines:
 ExtremeOutput's samples/s against full softmax's, the training time it takes to reach the P@1
 sampled softmax ends with, and its lowest margin over either at equal training time."""
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..compare.protocol import add_run_arguments
+from ..compare.turns import run_in_turns
 from .systems import HEADS, SPARSE_ADAMS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,14 +41,16 @@ CHECKPOINTS = 16
 
 def child(args) -> None:
     from ..compare.protocol import load, run
+    from ..compare.turns import wait_for_turn
     from .systems import EncoderSystem
 
     data = load(Path(args.data))
     system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr, matmul=args.matmul,
                            sparse_adam=args.sparse_adam)
-    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda s: print(f"{args.child:>8}{s}", file=sys.stderr, flush=True)  # noqa: E731
     result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
-                 checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log)
+                 checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log,
+                 pause=wait_for_turn)
     end_timeline(system, data, result, args.checkpoint_test)
     print(json.dumps({"system": args.child, **result}))
 
@@ -85,15 +89,12 @@ def write_real(real_dir: Path, name: str, out: Path) -> dict:
             "test_points": record["test_points"], "sha256": record["sha256"]}
 
 
-def run_child(head: str, data_dir: Path, args) -> dict:
-    cmd = [sys.executable, "-m", "benches.torch_layer", "--child", head, "--data", str(data_dir), "--threads",
-           str(args.threads), "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--budget",
-           str(args.budget), "--max-epochs", str(args.max_epochs), "--checkpoints", str(args.checkpoints),
-           "--checkpoint-test", str(args.checkpoint_test), "--matmul", args.matmul, "--sparse-adam", args.sparse_adam]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    if r.returncode:
-        raise SystemExit(f"{head} failed (exit {r.returncode}); see its output above")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+def child_command(head: str, data_dir: Path, args) -> list[str]:
+    return [sys.executable, "-m", "benches.torch_layer", "--child", head, "--data", str(data_dir), "--threads",
+            str(args.threads), "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--budget",
+            str(args.budget), "--max-epochs", str(args.max_epochs), "--checkpoints", str(args.checkpoints),
+            "--checkpoint-test", str(args.checkpoint_test), "--matmul", args.matmul, "--sparse-adam",
+            args.sparse_adam]
 
 
 def p1_at(timeline: list, t: float) -> "float | None":
@@ -151,7 +152,7 @@ def main() -> int:
 
     report = {"benchmark": "torch_layer", "environment": describe(args.threads),
               "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                         if k not in ("child", "data", "out")}, "datasets": {}}
+                         if k not in ("child", "data", "out")} | {"schedule": "turns"}, "datasets": {}}
     with generated_data(args.train, args.test) as data_dir:
         report["datasets"]["amazon670k"] = run_dataset(
             {"name": "amazon670k", "labels": 670_091, "generator": "slide.datasets.synthetic_amazon670k",
@@ -168,12 +169,10 @@ def main() -> int:
 
 def run_dataset(source: dict, data_dir: Path, args) -> dict:
     print(f"{source['name']} ({source['labels']:,} labels):", flush=True)
-    results = {}
-    for head in args.heads:
-        print(f" {head}:", flush=True)
-        results[head] = run_child(head, data_dir, args)
-        r = results[head]
-        print(f"  {r['samples_per_second']:,.0f} samples/s, final P@1 {r['final']['P@1']:.4f}, "
+    print(f" {', '.join(args.heads)}, in turns:", flush=True)
+    results = run_in_turns({head: child_command(head, data_dir, args) for head in args.heads}, ROOT)
+    for head, r in results.items():
+        print(f" {head}: {r['samples_per_second']:,.0f} samples/s, final P@1 {r['final']['P@1']:.4f}, "
               f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
     entry = {"source": source, "results": results}
     if "extreme" in results:
