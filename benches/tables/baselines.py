@@ -3,6 +3,7 @@ ablation runs) and the time-to-accuracy and precision/optimizer-cost runs."""
 
 from __future__ import annotations
 
+from ..torch_layer.verdicts import verdicts
 from .common import fixed, gib, integer, ratio, source, table
 
 SYSTEM_NAMES = {
@@ -135,6 +136,23 @@ TORCH_HEADS = {"extreme": "encoder + slide.torch.ExtremeOutput", "sampled": "enc
                "full": "encoder + full softmax"}
 
 
+def _torch_layer_verdicts(v: dict) -> str:
+    parts = []
+    if "samples_per_second_vs_full" in v:
+        parts.append(f"ExtremeOutput trains {v['samples_per_second_vs_full']:g}x the samples/s of the full softmax")
+    if "sampled_final_p1" in v:
+        for what, share in (("last", v["time_share_of_sampled"]), ("best", v["time_share_of_sampled_peak"])):
+            goal = v["sampled_final_p1" if what == "last" else "sampled_peak_p1"]
+            parts.append(f"it reaches sampled softmax's {what} P@1 ({goal:.3f}) "
+                         + (f"after {share:.1%} of sampled softmax's training time" if share is not None
+                            else "at no checkpoint"))
+    if v.get("lowest_margin_at_equal_time") is not None:
+        parts.append(f"its lowest P@1 margin over either at equal training time is "
+                     f"{v['lowest_margin_at_equal_time']:+.3f} (against {v['lowest_margin_against']} softmax at "
+                     f"{v['lowest_margin_seconds']:.1f} s)")
+    return "; ".join(parts)
+
+
 def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
     """One encoder, three output layers, per data set: speed, accuracy over time, and the layer's targets."""
     c = result["config"]
@@ -147,16 +165,8 @@ def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
             rows.append([f"{data} ({src['labels']:,} labels)", TORCH_HEADS.get(head, head),
                          integer(r["samples_per_second"]), ratio(r["samples_per_second"] / full) if full else "-",
                          points, _final(r), gib(r["peak_rss_bytes"])])
-        v = entry.get("verdicts", {})
-        if v:
-            share = v.get("time_share_of_sampled")
-            margin = v.get("lowest_margin_at_equal_time")
-            judged.append(
-                f"- {data}: ExtremeOutput trains {v.get('samples_per_second_vs_full', float('nan')):g}x the samples/s "
-                f"of the full softmax; it reaches sampled softmax's last P@1 ({v.get('sampled_final_p1', 0):.3f}) "
-                + (f"after {share:.1%} of sampled softmax's training time" if share is not None else "not at all")
-                + (f"; its lowest P@1 margin over either at equal training time is {margin:+.3f}"
-                   if margin is not None else ""))
+        if "extreme" in results:  # judged from the timelines by the benchmark's own code, old files alike
+            judged.append(f"- {data}: " + _torch_layer_verdicts(verdicts(results)))
     optimizers = {"slide": "slide.torch.SparseAdam", "torch": "torch.optim.SparseAdam"}
     extra = (f"batch {c['batch_size']}, lr {c['lr']:g}, ExtremeOutput's matmul {c.get('matmul', 'fp32')}, sparse "
              f"parameters stepped by {optimizers[c.get('sparse_adam', 'torch')]}, "

@@ -10,10 +10,9 @@ Each system trains in its own process (so its peak RSS is its own) for --budget 
 training time, the systems in turns, a piece at a time (benches/compare/turns.py: a drift in the
 shared host's speed slows all of them alike). Each is scored exactly (P@1/3/5, PSP@1/3/5) on
 2,000 test points at evenly spaced checkpoints and on the whole test set at the end
-(benches/compare/protocol.py). Writes
-benches/results/torch_layer.json, with the targets of the layer's issue judged from the timelines:
-ExtremeOutput's samples/s against full softmax's, the training time it takes to reach the P@1
-sampled softmax ends with, and its lowest margin over either at equal training time."""
+(benches/compare/protocol.py). Writes benches/results/torch_layer.json; the layer issue's
+targets are judged from its timelines (benches/torch_layer/verdicts.py), printed at the end of
+each data set and by `python -m benches.tables` under the table."""
 
 from __future__ import annotations
 
@@ -23,11 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from ..compare.protocol import add_run_arguments
 from ..compare.turns import run_in_turns
 from .systems import HEADS, SPARSE_ADAMS
+from .verdicts import verdicts
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = ROOT / "benches" / "results" / "torch_layer.json"
@@ -97,35 +95,6 @@ def child_command(head: str, data_dir: Path, args) -> list[str]:
             args.sparse_adam]
 
 
-def p1_at(timeline: list, t: float) -> "float | None":
-    """A system's checkpoint P@1 at training time t, linear between its checkpoints; None outside them."""
-    times = [c["train_seconds"] for c in timeline]
-    if not times or t < times[0] or t > times[-1]:
-        return None
-    return float(np.interp(t, times, [c["P@1"] for c in timeline]))
-
-
-def verdicts(results: dict) -> dict:
-    ext, sampled, full = results["extreme"], results.get("sampled"), results.get("full")
-    out: dict = {}
-    if full:
-        out["samples_per_second_vs_full"] = round(ext["samples_per_second"] / full["samples_per_second"], 2)
-    if sampled:
-        goal = sampled["timeline"][-1]["P@1"]
-        reached = next((c["train_seconds"] for c in ext["timeline"] if c["P@1"] >= goal), None)
-        out["sampled_final_p1"] = goal
-        out["seconds_to_sampled_final_p1"] = reached
-        out["time_share_of_sampled"] = None if reached is None else round(reached / sampled["train_seconds"], 3)
-    margins = []
-    for c in ext["timeline"]:
-        for other in (sampled, full):
-            p = p1_at(other["timeline"], c["train_seconds"]) if other else None
-            if p is not None:
-                margins.append(c["P@1"] - p)
-    out["lowest_margin_at_equal_time"] = round(min(margins), 4) if margins else None
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(ap, checkpoints=CHECKPOINTS)
@@ -176,8 +145,8 @@ def run_dataset(source: dict, data_dir: Path, args) -> dict:
               f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", flush=True)
     entry = {"source": source, "results": results}
     if "extreme" in results:
-        entry["verdicts"] = verdicts(results)
-        print(f" verdicts: {entry['verdicts']}", flush=True)
+        # printed, not stored: benches.tables judges every result file from its timelines
+        print(f" verdicts: {verdicts(results)}", flush=True)
     return entry
 
 
