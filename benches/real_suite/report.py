@@ -33,7 +33,9 @@ def _cell(result: dict, key: str, digits: int) -> str:
 
 def render_table(report: dict) -> str:
     env = report["environment"]
-    lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, one run "
+    rounds = report.get("rounds", 1)
+    runs = "one run" if rounds == 1 else f"each method's run of median training time of {rounds}, run in alternation"
+    lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, {runs} "
              f"(`benches/results/real_suite.json`). Training s: what training costs (slide: training plus "
              f"the evaluations that pick the best epoch, the vote's memory, the re-ranker and their weights); ratio: against the faster "
              f"tree method.", "",

@@ -174,3 +174,22 @@ def test_above_8192_labels_the_network_alone_is_judged_too():
     summary = report.render_verdicts({"sets": {"big": entry, "tiny": _entry(
         100, _scores(0.70, 0.40, 1.0), {}, _scores(0.60, 0.30, 1.0), _scores(0.6, 0.3, 1.0))}})
     assert "every target met on 1 of 2 sets" in summary
+
+
+def test_rounds_keep_each_methods_run_of_median_training_time():
+    from benches.real_suite.__main__ import median_run
+
+    runs = [{**_scores(0.70, 0.40, 9.0), "peak_rss_mb": 1}, {**_scores(0.71, 0.41, 7.0), "peak_rss_mb": 2},
+            {**_scores(0.72, 0.42, 8.0), "peak_rss_mb": 3}]
+    kept = median_run(runs)
+    assert (kept["train_seconds"], kept["P@1"], kept["peak_rss_mb"]) == (8.0, 0.72, 3)  # one real run, whole
+    assert [r["train_seconds"] for r in kept["rounds"]] == [9.0, 7.0, 8.0]  # in the order they ran
+    assert median_run(runs[:2])["train_seconds"] == 7.0  # an even count keeps the lower middle
+    assert median_run(runs[:1]) == runs[0] and "rounds" not in median_run(runs[:1])
+    assert median_run([runs[0], {"error": "killed"}]) == {"error": "killed"}
+
+
+def test_the_table_says_how_many_rounds_each_result_is_the_median_of():
+    result = json.loads(report.RESULT.read_text())
+    assert "one run" in report.render_table({**result, "rounds": 1})
+    assert "each method's run of median training time of 3" in report.render_table({**result, "rounds": 3})
