@@ -38,12 +38,16 @@ def run_one(folder: Path, method: str, threads: int, seed: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        process = subprocess.Popen([sys.executable, "-m", "benches.real_suite.worker", str(folder), method,
-                                    str(threads), str(seed), str(out)], env=env,
-                                   cwd=Path(__file__).resolve().parents[2], stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(process.pid, 0)
-        stderr = process.stderr.read().decode(errors="replace")
-        process.stderr.close()
+        # stderr to a file, not a pipe: a pipe read only after the worker ends would block a worker
+        # that writes more than the pipe holds
+        with open(Path(tmp) / "stderr.txt", "w+b") as err:
+            process = subprocess.Popen([sys.executable, "-m", "benches.real_suite.worker", str(folder), method,
+                                        str(threads), str(seed), str(out)], env=env,
+                                       cwd=Path(__file__).resolve().parents[2], stderr=err)
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not to be waited for again
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
         if status != 0 or not out.exists():
             return {"error": stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {status}"}
         return {**json.loads(out.read_text()), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}

@@ -193,3 +193,10 @@ def test_the_table_says_how_many_rounds_each_result_is_the_median_of():
     result = json.loads(report.RESULT.read_text())
     assert "one run" in report.render_table({**result, "rounds": 1})
     assert "each method's run of median training time of 3" in report.render_table({**result, "rounds": 3})
+
+
+def test_a_worker_that_fails_gives_the_last_line_of_its_stderr(tmp_path):
+    from benches.real_suite.__main__ import run_one
+
+    result = run_one(tmp_path / "no-such-set", "napkinxc", 1, 0)
+    assert set(result) == {"error"} and "no-such-set" in result["error"]
