@@ -48,8 +48,8 @@ def run_one(folder: Path, method: str, threads: int, seed: int) -> dict:
             process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not to be waited for again
             err.seek(0)
             stderr = err.read().decode(errors="replace")
-        if status != 0 or not out.exists():
-            return {"error": stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {status}"}
+        if process.returncode != 0 or not out.exists():
+            return {"error": stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"}
         return {**json.loads(out.read_text()), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
 
 
