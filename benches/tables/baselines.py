@@ -147,10 +147,20 @@ def _torch_layer_verdicts(v: dict) -> str:
                          + (f"after {share:.1%} of sampled softmax's training time" if share is not None
                             else "at no checkpoint"))
     if v.get("lowest_margin_at_equal_time") is not None:
-        parts.append(f"its lowest P@1 margin over either at equal training time is "
-                     f"{v['lowest_margin_at_equal_time']:+.3f} (against {v['lowest_margin_against']} softmax at "
-                     f"{v['lowest_margin_seconds']:.1f} s)")
+        parts.append(f"its lowest P@1 margin over either at equal training time is {_margin(v, '')}")
+        split = [f"{when} {_margin(v, part)}" for when, part in (("up to the first peak", "_before_peak"),
+                                                                  ("after it", "_after_peak"))
+                 if v.get(f"lowest_margin{part}_at_equal_time") is not None]
+        if split:
+            parts.append("its lowest margin " + ", ".join(split))
     return "; ".join(parts)
+
+
+def _margin(v: dict, part: str) -> str:
+    error = v.get(f"lowest_margin{part}_standard_error")
+    return (f"{v[f'lowest_margin{part}_at_equal_time']:+.3f}"
+            + (f" (standard error {error:.3f})" if error is not None else "")
+            + f" against {v[f'lowest_margin{part}_against']} softmax at {v[f'lowest_margin{part}_seconds']:.1f} s")
 
 
 def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
@@ -166,7 +176,7 @@ def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
                          integer(r["samples_per_second"]), ratio(r["samples_per_second"] / full) if full else "-",
                          points, _final(r), gib(r["peak_rss_bytes"])])
         if "extreme" in results:  # judged from the timelines by the benchmark's own code, old files alike
-            judged.append(f"- {data}: " + _torch_layer_verdicts(verdicts(results)))
+            judged.append(f"- {data}: " + _torch_layer_verdicts(verdicts(results, c["checkpoint_test"])))
     optimizers = {"slide": "slide.torch.SparseAdam", "torch": "torch.optim.SparseAdam"}
     extra = (f"batch {c['batch_size']}, lr {c['lr']:g}, ExtremeOutput's matmul {c.get('matmul', 'fp32')}, sparse "
              f"parameters stepped by {optimizers[c.get('sparse_adam', 'torch')]}, "

@@ -146,7 +146,7 @@ def run_dataset(source: dict, data_dir: Path, args) -> dict:
     entry = {"source": source, "results": results}
     if "extreme" in results:
         # printed, not stored: benches.tables judges every result file from its timelines
-        print(f" verdicts: {verdicts(results)}", flush=True)
+        print(f" verdicts: {verdicts(results, args.checkpoint_test)}", flush=True)
     return entry
 
 

@@ -50,3 +50,30 @@ def test_p1_is_interpolated_inside_a_timeline_only():
     timeline = system([(10, 0.2), (20, 0.4)])["timeline"]
     assert p1_at(timeline, 15) == pytest.approx(0.3)
     assert p1_at(timeline, 9.9) is None and p1_at(timeline, 20.1) is None
+
+
+def test_the_lowest_margin_is_split_at_the_first_peak_with_its_standard_error():
+    # sampled softmax peaks at 30 s, ExtremeOutput at 20 s: up to 20 s ExtremeOutput is behind by
+    # at most 0.01 (at 10 s); after it, it over-fits and falls 0.05 behind at 40 s
+    ext = system([(10, 0.80), (20, 0.92), (30, 0.90), (40, 0.85)])
+    sampled = system([(10, 0.81), (20, 0.91), (30, 0.93), (40, 0.90)])
+    v = verdicts({"extreme": ext, "sampled": sampled}, test_points=2000)
+    assert v["lowest_margin_before_peak_at_equal_time"] == pytest.approx(-0.01)
+    assert v["lowest_margin_before_peak_seconds"] == 10
+    assert v["lowest_margin_after_peak_at_equal_time"] == pytest.approx(-0.05)
+    assert v["lowest_margin_after_peak_seconds"] == 40
+    assert v["lowest_margin_at_equal_time"] == pytest.approx(-0.05)
+    assert v["lowest_margin_standard_error"] == pytest.approx(((0.85 * 0.15 + 0.9 * 0.1) / 2000) ** 0.5, abs=1e-4)
+    assert v["lowest_margin_before_peak_standard_error"] == pytest.approx(
+        ((0.8 * 0.2 + 0.81 * 0.19) / 2000) ** 0.5, abs=1e-4)
+    assert "lowest_margin_standard_error" not in verdicts({"extreme": ext, "sampled": sampled})
+
+
+def test_the_table_says_where_the_margin_is_lowest_before_and_after_the_peak():
+    from benches.tables.baselines import _torch_layer_verdicts
+
+    ext = system([(10, 0.80), (20, 0.92), (30, 0.90)])
+    sampled = system([(10, 0.81), (20, 0.91), (30, 0.93)])
+    line = _torch_layer_verdicts(verdicts({"extreme": ext, "sampled": sampled}, test_points=2000))
+    assert "up to the first peak -0.010 (standard error 0.013) against sampled softmax at 10.0 s" in line
+    assert "after it -0.030 (standard error 0.009) against sampled softmax at 30.0 s" in line
