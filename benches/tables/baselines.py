@@ -178,8 +178,10 @@ def torch_layer(result: dict, name: str = "torch_layer.json") -> str:
         if "extreme" in results:  # judged from the timelines by the benchmark's own code, old files alike
             judged.append(f"- {data}: " + _torch_layer_verdicts(verdicts(results, c["checkpoint_test"])))
     optimizers = {"slide": "slide.torch.SparseAdam", "torch": "torch.optim.SparseAdam"}
+    overrides = ", ".join(f"{k}={v}" for k, v in c.get("extreme_lsh", {}).items())
+    lsh = f"ExtremeOutput's LSH over the batch mode's: {overrides}; " if overrides else ""
     extra = (f"batch {c['batch_size']}, lr {c['lr']:g}, ExtremeOutput's matmul {c.get('matmul', 'fp32')}, sparse "
-             f"parameters stepped by {optimizers[c.get('sparse_adam', 'torch')]}, "
+             f"parameters stepped by {optimizers[c.get('sparse_adam', 'torch')]}, {lsh}"
              f"{c['budget']:g} s of training per system ("
              f"{'in turns' if c.get('schedule') == 'turns' else 'one after another'}) on generated "
              f"data and {c.get('real_budget', c['budget']):g} s on the real set (or "

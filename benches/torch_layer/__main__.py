@@ -5,6 +5,7 @@ labels from benches.real_suite (default: debian-deps, 15,789 labels):
     pip install ".[torch,real-suite]"
     python -m benches.real_suite --build-only --sets debian-deps       # the real set, once
     python -m benches.torch_layer [--budget 120] [--real-set debian-deps]
+    python -m benches.torch_layer --heads extreme sampled --extreme-lsh l=16   # a variant of the layer's LSH
 
 Each system trains in its own process (so its peak RSS is its own) for --budget seconds of
 training time, the systems in turns, a piece at a time (benches/compare/turns.py: a drift in the
@@ -37,6 +38,13 @@ RESULT = ROOT / "benches" / "results" / "torch_layer.json"
 CHECKPOINTS = 16
 
 
+def lsh_overrides(pairs: list[str]) -> dict:
+    """["l=16", ...] -> {"l": 16, ...}, each checked as slide train's --set lsh.KEY=VALUE is."""
+    from slide.settings import parse_assignment
+
+    return {name: value for _, name, value in (parse_assignment(f"lsh.{pair}") for pair in pairs)}
+
+
 def child(args) -> None:
     from ..compare.protocol import load, run
     from ..compare.turns import wait_for_turn
@@ -44,7 +52,7 @@ def child(args) -> None:
 
     data = load(Path(args.data))
     system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr, matmul=args.matmul,
-                           sparse_adam=args.sparse_adam)
+                           sparse_adam=args.sparse_adam, lsh=lsh_overrides(args.extreme_lsh))
     log = lambda s: print(f"{args.child:>8}{s}", file=sys.stderr, flush=True)  # noqa: E731
     result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
                  checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log,
@@ -92,7 +100,7 @@ def child_command(head: str, data_dir: Path, args) -> list[str]:
             str(args.threads), "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--budget",
             str(args.budget), "--max-epochs", str(args.max_epochs), "--checkpoints", str(args.checkpoints),
             "--checkpoint-test", str(args.checkpoint_test), "--matmul", args.matmul, "--sparse-adam",
-            args.sparse_adam]
+            args.sparse_adam, "--extreme-lsh", *args.extreme_lsh]
 
 
 def main() -> int:
@@ -108,10 +116,17 @@ def main() -> int:
     ap.add_argument("--sparse-adam", choices=SPARSE_ADAMS, default="slide",
                     help="the sparse Adam of the embedding and of sampled softmax's output rows: "
                          "slide.torch.SparseAdam or torch.optim.SparseAdam (the same update)")
+    ap.add_argument("--extreme-lsh", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="ExtremeOutput's LSH settings over the batch mode's, as slide train's --set lsh.KEY=VALUE "
+                         "(e.g. l=16 batch_active=512); recorded in the result and its table")
     ap.add_argument("--out", type=Path, default=RESULT)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    try:
+        lsh_overrides(args.extreme_lsh)
+    except ValueError as e:
+        ap.error(f"--extreme-lsh: {e}")
     if args.child:
         child(args)
         return 0
@@ -121,7 +136,8 @@ def main() -> int:
 
     report = {"benchmark": "torch_layer", "environment": describe(args.threads),
               "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                         if k not in ("child", "data", "out")} | {"schedule": "turns"}, "datasets": {}}
+                         if k not in ("child", "data", "out", "extreme_lsh")}
+              | {"schedule": "turns", "extreme_lsh": lsh_overrides(args.extreme_lsh)}, "datasets": {}}
     with generated_data(args.train, args.test) as data_dir:
         report["datasets"]["amazon670k"] = run_dataset(
             {"name": "amazon670k", "labels": 670_091, "generator": "slide.datasets.synthetic_amazon670k",

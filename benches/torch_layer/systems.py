@@ -6,7 +6,7 @@ gradient (the embedding, sampled softmax's output rows) is stepped by the same s
 update.
 
 - extreme: `slide.torch.ExtremeOutput` (mode "batch": the batch's labels and its LSH candidates;
-           its `matmul`, fp32 or bf16);
+           its `matmul`, fp32 or bf16; `lsh`, settings over the mode's);
 - sampled: PyTorch sampled softmax, the batch's labels plus `negatives` shared uniform negatives,
            as one matrix product, with the sparse Adam on the output rows;
 - full:    a full `nn.Linear`-style softmax over every output, Adam.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -29,7 +30,7 @@ SPARSE_ADAMS = ("slide", "torch")
 
 class EncoderSystem(TorchLoop):
     def __init__(self, data: dict, head: str, threads: int, batch_size: int, lr: float, negatives: int = 4096,
-                 seed: int = 0, matmul: str = "fp32", sparse_adam: str = "slide") -> None:
+                 seed: int = 0, matmul: str = "fp32", sparse_adam: str = "slide", lsh: Optional[dict] = None) -> None:
         import torch
         import torch.nn as nn
 
@@ -56,7 +57,10 @@ class EncoderSystem(TorchLoop):
         if head == "extreme":
             from slide.torch import ExtremeOutput
 
-            self.layer = ExtremeOutput(HIDDEN, self.d_out, lr=lr, matmul=matmul, threads=threads, seed=seed)
+            from slide.modes import MODES
+
+            self.layer = ExtremeOutput(HIDDEN, self.d_out, lr=lr, matmul=matmul, threads=threads, seed=seed,
+                                       lsh=MODES["batch"].lsh_config(**lsh) if lsh else None)
             self.opts.append(self.layer.optimizer)
             return
         sparse = head == "sampled"
