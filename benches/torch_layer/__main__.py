@@ -45,14 +45,14 @@ def lsh_overrides(pairs: list[str]) -> dict:
     return {name: value for _, name, value in (parse_assignment(f"lsh.{pair}") for pair in pairs)}
 
 
-def child(args) -> None:
+def child(args, lsh: dict) -> None:
     from ..compare.protocol import load, run
     from ..compare.turns import wait_for_turn
     from .systems import EncoderSystem
 
     data = load(Path(args.data))
     system = EncoderSystem(data, args.child, args.threads, args.batch_size, args.lr, matmul=args.matmul,
-                           sparse_adam=args.sparse_adam, lsh=lsh_overrides(args.extreme_lsh))
+                           sparse_adam=args.sparse_adam, lsh=lsh)
     log = lambda s: print(f"{args.child:>8}{s}", file=sys.stderr, flush=True)  # noqa: E731
     result = run(system, data, batch_size=args.batch_size, budget_seconds=args.budget, max_epochs=args.max_epochs,
                  checkpoints=args.checkpoints, checkpoint_test_points=args.checkpoint_test, log=log,
@@ -124,11 +124,11 @@ def main() -> int:
     ap.add_argument("--data", help=argparse.SUPPRESS)
     args = ap.parse_args()
     try:
-        lsh_overrides(args.extreme_lsh)
+        lsh = lsh_overrides(args.extreme_lsh)
     except ValueError as e:
         ap.error(f"--extreme-lsh: {e}")
     if args.child:
-        child(args)
+        child(args, lsh)
         return 0
     from ..compare.runner import generated_data
     from ..environment import describe
@@ -137,7 +137,7 @@ def main() -> int:
     report = {"benchmark": "torch_layer", "environment": describe(args.threads),
               "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
                          if k not in ("child", "data", "out", "extreme_lsh")}
-              | {"schedule": "turns", "extreme_lsh": lsh_overrides(args.extreme_lsh)}, "datasets": {}}
+              | {"schedule": "turns", "extreme_lsh": lsh}, "datasets": {}}
     with generated_data(args.train, args.test) as data_dir:
         report["datasets"]["amazon670k"] = run_dataset(
             {"name": "amazon670k", "labels": 670_091, "generator": "slide.datasets.synthetic_amazon670k",

@@ -55,9 +55,8 @@ class EncoderSystem(TorchLoop):
         self.opts = [sparse_adam_class([self.emb.weight], lr=lr), torch.optim.Adam([self.bias], lr=lr)]
         self.rng = np.random.default_rng(seed)
         if head == "extreme":
-            from slide.torch import ExtremeOutput
-
             from slide.modes import MODES
+            from slide.torch import ExtremeOutput
 
             self.layer = ExtremeOutput(HIDDEN, self.d_out, lr=lr, matmul=matmul, threads=threads, seed=seed,
                                        lsh=MODES["batch"].lsh_config(**lsh) if lsh else None)
