@@ -53,6 +53,15 @@ struct BatchWorkspace {
   std::vector<std::uint16_t> weight_pairs;   // C2/2 x 2 ldh: the chunk's rows, outputs in pairs
   std::vector<std::uint16_t> logits_bf16;    // B x ldc: dL/dlogits
   std::vector<std::uint16_t> logits_t_bf16;  // C x B2: dL/dlogits transposed
+  // A sampled output layer trained from outside (train/external_output.cpp) keeps a batch's row
+  // gradients compact from its forward to its optimizer step: summing them into the layer's
+  // full-size accumulators and reading them back there moved each active row's gradient through
+  // memory twice more. `compact_rows`: how many rows of weight_grad and bias_grad hold the whole
+  // batch's gradient after output_batch_gradients (0: it went to the accumulators).
+  std::size_t compact_rows = 0;
+  std::vector<std::uint32_t> staged_ids;  // S: the output rows of the staged batch
+  std::vector<float> staged_grad;         // S x ldh: their weight gradients, summed over the batch
+  std::vector<float> staged_bias_grad;    // S: their bias gradients
 };
 
 }  // namespace slide

@@ -244,6 +244,7 @@ void Network::clear_gradients() {
   input.table.clear_gradients();
   input.bias.clear_gradients();
   for (FcLayer& l : layers) l.params.clear_gradients();
+  if (workspace_) workspace_->staged_ids.clear();
   for (auto& ts : states_) {
     ts->input_touched.clear();
     for (LayerScratch& s : ts->layers) s.touched.clear();

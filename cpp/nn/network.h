@@ -52,6 +52,7 @@ class Network {
   // Rehash / rebuild the sampled layers when their schedule says so.
   void maintain_tables(std::int64_t samples);
   void rebuild_tables();
+  // Drops every gradient waiting for a step (the accumulators', and a compact batch's).
   void clear_gradients();
 
   const NetworkConfig& config() const { return config_; }

@@ -27,7 +27,7 @@ std::size_t hidden_rows(const Network& net, const FloatArray& hidden) {
 void bind_output_layer(py::module_& m) {
   m.def(
       "output_layer_gradients",
-      [](Network& net, const FloatArray& hidden, const IndptrArray& yp, const IndexArray& yi) {
+      [](Network& net, const FloatArray& hidden, const IndptrArray& yp, const IndexArray& yi, bool compact) {
         const std::size_t rows = hidden_rows(net, hidden);
         CsrIds y = labels_view(yp, yi, net.config().outputs(), nullptr);
         SLIDE_REQUIRE(static_cast<std::size_t>(y.rows) == rows, "hidden has " << rows << " rows but labels have " << y.rows);
@@ -38,18 +38,20 @@ void bind_output_layer(py::module_& m) {
         BatchStats s;
         {
           py::gil_scoped_release release;
-          s = external_output_gradients(net, h, rows, y, d);
+          s = external_output_gradients(net, h, rows, y, d, compact);
         }
         py::dict stats;
         stats["loss"] = s.loss;
         stats["samples"] = s.samples;
         stats["active"] = s.active;
         stats["retrieved"] = s.retrieved;
+        stats["staged_rows"] = net.batch_workspace().staged_ids.size();  // kept compact for the step
         return py::make_tuple(stats, delta);
       },
-      py::arg("network"), py::arg("hidden"), py::arg("y_indptr"), py::arg("y_indices"),
-      "The output layer's gradients for a batch of top hidden activations (accumulated in the network "
-      "until output_layer_step) and (stats, dL/dhidden) of each row's softmax cross-entropy, unscaled.");
+      py::arg("network"), py::arg("hidden"), py::arg("y_indptr"), py::arg("y_indices"), py::arg("compact") = true,
+      "The output layer's gradients for a batch of top hidden activations (kept in the network until "
+      "output_layer_step; compact=False accumulates them the plain way, the oracle of the compact one) and "
+      "(stats, dL/dhidden) of each row's softmax cross-entropy, unscaled.");
   m.def(
       "output_layer_step",
       [](Network& net, float lr, std::int64_t samples, float gradient_scale) {
@@ -57,7 +59,7 @@ void bind_output_layer(py::module_& m) {
         SLIDE_REQUIRE(std::isfinite(gradient_scale), "gradient scale must be finite, got " << gradient_scale);
         SLIDE_REQUIRE(samples >= 0, "samples must be >= 0, got " << samples);
         py::gil_scoped_release release;
-        const std::int64_t nonfinite = net.apply_updates(lr, samples, gradient_scale);
+        const std::int64_t nonfinite = external_output_step(net, lr, samples, gradient_scale);
         net.maintain_tables(samples);
         return nonfinite;
       },

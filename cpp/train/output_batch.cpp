@@ -32,9 +32,10 @@ Range share(std::size_t n, int parts, int t, std::size_t align) {
 
 class OutputBatch {
  public:
-  OutputBatch(Network& net, const OptimizerStep* step)
+  OutputBatch(Network& net, const OptimizerStep* step, bool keep_compact)
       : net_(net),
         step_(step),
+        keep_compact_(keep_compact),
         w_(net.batch_workspace()),
         out_(net.layers.back()),
         p_(out_.params),
@@ -52,6 +53,7 @@ class OutputBatch {
     B_ = samples;
     w_.first = 0;
     w_.held = B_;
+    w_.compact_rows = 0;
     hash_samples();
     if (comm_) share_samples();  // B_ becomes every rank's samples
     if (B_ == 0) return stats;
@@ -241,6 +243,7 @@ class OutputBatch {
   // for this step's update; with step_, a sampled layer's rows take that step here instead, from
   // the chunk's gradients. A dense layer's weight gradient went into its rows directly.
   void add_chunk_gradients(int t, std::size_t c0, Range r) {
+    if (compact_) return;  // the gradients stay where they are, for the step
     std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
     for (std::size_t n = r.begin; n < r.end; ++n) {
       const std::uint32_t j = neuron(c0 + n);
@@ -326,6 +329,7 @@ class OutputBatch {
     w_.row_sum.assign(B_, 0.0f);
     w_.loss.assign(B_, 0.0f);
     const bool one_pass = N_ <= chunk;
+    compact_ = keep_compact_ && ids_ && !step_ && !comm_ && one_pass;
     if (!one_pass) {
       w_.scratch.resize(static_cast<std::size_t>(T_) * ldc_);
       for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
@@ -343,6 +347,7 @@ class OutputBatch {
       chunk_softmax_gradient(c0, nc, one_pass);
       chunk_backward(c0, nc);
     }
+    if (compact_) w_.compact_rows = N_;
     if (comm_) {  // each rank takes back dL/d hidden of its own samples, summed over the shards
       std::vector<std::size_t> counts(w_.rank_samples.size());
       for (std::size_t r = 0; r < counts.size(); ++r) counts[r] = w_.rank_samples[r] * ldh_;
@@ -434,6 +439,8 @@ class OutputBatch {
 
   Network& net_;
   const OptimizerStep* const step_;  // set: sampled rows step as their gradient is gathered
+  const bool keep_compact_;
+  bool compact_ = false;  // this batch's row gradients stay in weight_grad and bias_grad
   std::atomic<std::int64_t> nonfinite_{0};
   BatchWorkspace& w_;
   FcLayer& out_;
@@ -452,8 +459,8 @@ class OutputBatch {
 
 }  // namespace
 
-BatchStats output_batch_gradients(Network& net, std::size_t samples, const OptimizerStep* step) {
-  return OutputBatch(net, step).run(samples);
+BatchStats output_batch_gradients(Network& net, std::size_t samples, const OptimizerStep* step, bool keep_compact) {
+  return OutputBatch(net, step, keep_compact).run(samples);
 }
 
 }  // namespace slide

@@ -22,6 +22,10 @@ namespace slide {
 // With `step`, a sampled layer's rows take their optimizer step as soon as their gradient is
 // gathered (Parameters::step_row), never written to the layer's accumulators, and stats count the
 // rows left non-finite; the caller then steps the rest of the network (apply_updates) without them.
-BatchStats output_batch_gradients(Network& net, std::size_t samples, const OptimizerStep* step = nullptr);
+// With `keep_compact` (and no `step`), a sampled layer whose active set fits one chunk leaves the
+// batch's row gradients in the workspace (weight_grad, bias_grad; `compact_rows` says how many,
+// in the order of the active set's ids) instead of the layer's accumulators.
+BatchStats output_batch_gradients(Network& net, std::size_t samples, const OptimizerStep* step = nullptr,
+                                  bool keep_compact = false);
 
 }  // namespace slide
