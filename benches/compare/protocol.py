@@ -25,7 +25,7 @@ class System(Protocol):
 PROPENSITY_A, PROPENSITY_B = 0.6, 2.6
 
 
-def add_run_arguments(ap, *, checkpoints: int) -> None:
+def add_run_arguments(ap, *, checkpoints: int, checkpoint_test: int = 2_000) -> None:
     """The arguments of `run` and of the generated data every comparison shares."""
     ap.add_argument("--train", type=int, default=100_000, help="generated training points")
     ap.add_argument("--test", type=int, default=10_000)
@@ -35,7 +35,7 @@ def add_run_arguments(ap, *, checkpoints: int) -> None:
     ap.add_argument("--budget", type=float, default=120.0, help="training seconds per system")
     ap.add_argument("--max-epochs", type=int, default=10)
     ap.add_argument("--checkpoints", type=int, default=checkpoints)
-    ap.add_argument("--checkpoint-test", type=int, default=2_000)
+    ap.add_argument("--checkpoint-test", type=int, default=checkpoint_test)
 
 
 def load(data_dir: Path) -> dict[str, sp.csr_matrix]:
