@@ -37,7 +37,7 @@ void Wta::codes(const float* x, std::uint32_t* out, HashScratch&) const {
   const std::uint32_t n = static_cast<std::uint32_t>(k_) * l_;
   // Densified WTA treats exact zeros (ReLU outputs) as missing; plain WTA skips nothing.
   const float skip = densified_ ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-  kernels().wta(x, coords_.data(), n, static_cast<std::size_t>(bin_size_), skip, out);
+  kernels().wta(x, static_cast<std::size_t>(dim_), coords_.data(), n, static_cast<std::size_t>(bin_size_), skip, out);
   bool any_empty = false;
   for (std::uint32_t h = 0; h < n; ++h) any_empty |= (out[h] == kNoWinner);
   if (!any_empty) return;

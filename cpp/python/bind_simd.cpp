@@ -147,7 +147,7 @@ void bind_simd(py::module_& m) {
   m.def("_kernel_wta", [](const std::string& level, const F& x, const U& coords, float skip) {
     const std::vector<std::uint32_t> c = interleaved(coords, x.size());
     U out(coords.shape(0));
-    level_kernels(level).wta(x.data(), c.data(), coords.shape(0), coords.shape(1), skip, out.mutable_data());
+    level_kernels(level).wta(x.data(), x.size(), c.data(), coords.shape(0), coords.shape(1), skip, out.mutable_data());
     return out;
   });
 }

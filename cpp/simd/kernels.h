@@ -50,12 +50,13 @@ struct Kernels {
   // within 2 ulp of libm's expf; results below 2^-126 may flush to zero.
   float (*max_value)(const float* x, std::size_t n);
   float (*exp_sum)(const float* x, float* y, std::size_t n, float shift);
-  // Winner-take-all hashing over `windows` windows of `width` gathered coordinates each, the
-  // coordinates interleaved as simd/window_layout.h describes: out[h] = the position in window h
-  // of its first largest x value, skipping values equal to `skip` (NaN skips nothing), or
-  // kNoWinner when no value qualifies. Every level returns identical codes.
-  void (*wta)(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
-              std::uint32_t* out);
+  // Winner-take-all hashing of x (`dim` floats) over `windows` windows of `width` gathered
+  // coordinates each, the coordinates (all < dim) interleaved as simd/window_layout.h describes:
+  // out[h] = the position in window h of its first largest x value, skipping values equal to
+  // `skip` (NaN skips nothing), or kNoWinner when no value qualifies. Every level returns
+  // identical codes.
+  void (*wta)(const float* x, std::size_t dim, const std::uint32_t* coords, std::size_t windows, std::size_t width,
+              float skip, std::uint32_t* out);
   // Integer scores of `samples` rows of h against `rows` rows of w, both `depth` bytes per row:
   // out[i * ldo + b] = sum_j w[i * depth + j] * h[b * depth + j], exact in int32. depth is a
   // multiple of kInt8Depth, h values are at most kInt8SampleMax and w values within

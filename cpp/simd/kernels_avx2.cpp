@@ -336,8 +336,8 @@ float exp_sum(const float* x, float* y, std::size_t n, float shift) {
 }
 
 // Each group of 16 windows as two registers of 8; the last partial group goes to the scalar body.
-void wta(const float* x, const std::uint32_t* coords, std::size_t windows, std::size_t width, float skip,
-         std::uint32_t* out) {
+void wta(const float* x, std::size_t, const std::uint32_t* coords, std::size_t windows, std::size_t width,
+         float skip, std::uint32_t* out) {
   const __m256 vskip = _mm256_set1_ps(skip);
   std::size_t h = 0;
   for (; h + 16 <= windows; h += 16)

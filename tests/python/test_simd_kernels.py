@@ -416,14 +416,17 @@ def _wta_reference(x, coords, skip):
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
 @pytest.mark.parametrize("windows", [1, 15, 16, 17, 31, 33, 127, 129])
 @pytest.mark.parametrize("width", [1, 8, 13])
-def test_wta_windows(level, windows, width):
-    x = _hashing_input(128, windows * width)
-    coords = np.random.default_rng(windows).integers(0, 128, (windows, width)).astype(np.uint32)
+@pytest.mark.parametrize("dim", [128, 7, 32, 33, 64, 65, 100, 129, 300])
+def test_wta_windows(level, windows, width, dim):
+    """AVX-512 holds a vector of up to 32, 64 or 128 floats in registers and gathers a longer one."""
+    x = _hashing_input(dim, windows * width)
+    coords = np.random.default_rng(windows).integers(0, dim, (windows, width)).astype(np.uint32)
+    coords[0, 0] = dim - 1  # the last coordinate, in the last register's tail
     for skip in (0.0, np.nan):  # DWTA skips exact zeros; WTA skips nothing
         expected = _wta_reference(x, coords, skip)
         np.testing.assert_array_equal(_core._kernel_wta(level, x, coords, skip), expected)
     # An all-zero window has no winner under DWTA (densification fills it later).
-    zeros = np.zeros(128, np.float32)
+    zeros = np.zeros(dim, np.float32)
     assert (_core._kernel_wta(level, zeros, coords, 0.0) == 0xFFFFFFFF).all()
     assert (_core._kernel_wta(level, zeros, coords, np.nan) == 0).all()
 
