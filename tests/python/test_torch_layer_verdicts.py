@@ -75,5 +75,10 @@ def test_the_table_says_where_the_margin_is_lowest_before_and_after_the_peak():
     ext = system([(10, 0.80), (20, 0.92), (30, 0.90)])
     sampled = system([(10, 0.81), (20, 0.91), (30, 0.93)])
     line = _torch_layer_verdicts(verdicts({"extreme": ext, "sampled": sampled}, test_points=2000))
-    assert "up to the first peak -0.010 (standard error 0.013) against sampled softmax at 10.0 s" in line
-    assert "after it -0.030 (standard error 0.009) against sampled softmax at 30.0 s" in line
+    assert "up to the first peak -0.0100 (standard error 0.013) against sampled softmax at 10.0 s" in line
+    assert "after it -0.0300 (standard error 0.009) against sampled softmax at 30.0 s" in line
+    # two test points of 5,000 below: the sign shows
+    ext = system([(10, 0.9308), (20, 0.9350)])
+    sampled = system([(10, 0.9312), (20, 0.9300)])
+    line = _torch_layer_verdicts(verdicts({"extreme": ext, "sampled": sampled}, test_points=5000))
+    assert "at equal training time is -0.0004 (standard error" in line
