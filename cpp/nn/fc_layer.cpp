@@ -98,4 +98,20 @@ void FcLayer::backward(Activations& in, LayerScratch& s, bool input_delta) {
   }
 }
 
+void FcLayer::accumulate_gathered_row(const Kernels& k, std::uint32_t j, const float* g, float bias_g,
+                                      std::vector<std::uint32_t>& touched) {
+  if (params.row_bias) params.bias_grad[j] += bias_g;
+  k.axpy(1.0f, g, params.grad_row(j), params.cols);
+  if (params.claim(j)) {
+    touched.push_back(j);
+    index_->mark_updated(j);
+  }
+}
+
+bool FcLayer::step_gathered_row(const OptimizerStep& s, const Kernels& k, std::uint32_t j, float* g, float* bias_g) {
+  const bool nonfinite = params.step_row(s, k, j, g, bias_g);
+  index_->mark_updated(j);
+  return nonfinite;
+}
+
 }  // namespace slide

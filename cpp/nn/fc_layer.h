@@ -32,6 +32,13 @@ class FcLayer {
                const NegativePool& pool, int min_active, Rng& rng) const;
   // Accumulates gradients for the active rows from s.out.delta; adds dL/d(input) into in.delta.
   void backward(Activations& in, LayerScratch& s, bool input_delta);
+  // A sampled layer's row `j` with a batch's gradient gathered for it (`g`, cols floats, and
+  // `bias_g`), either added to the accumulators and claimed for the next step (into `touched` the
+  // first time), or stepped at once (`g` and `bias_g` zeroed; returns whether the row holds NaN or
+  // inf). Either way the row counts once towards its rehash.
+  void accumulate_gathered_row(const Kernels& k, std::uint32_t j, const float* g, float bias_g,
+                               std::vector<std::uint32_t>& touched);
+  bool step_gathered_row(const OptimizerStep& s, const Kernels& k, std::uint32_t j, float* g, float* bias_g);
 
   bool sampled() const { return index_ != nullptr; }
   bool is_output() const { return is_output_; }

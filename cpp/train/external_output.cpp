@@ -41,19 +41,11 @@ bool accumulated(Network& net) {
 void accumulate_staged(Network& net) {
   BatchWorkspace& w = net.batch_workspace();
   FcLayer& out = net.layers.back();
-  Parameters& p = out.params;
   const Kernels& k = kernels();
-  const std::size_t K = p.cols, ldh = padded_stride(K);
+  const std::size_t ldh = padded_stride(out.params.cols);
   std::vector<std::uint32_t>& touched = net.state(0).layers.back().touched;
-  for (std::size_t n = 0; n < w.staged_ids.size(); ++n) {
-    const std::uint32_t j = w.staged_ids[n];
-    if (p.row_bias) p.bias_grad[j] += w.staged_bias_grad[n];
-    k.axpy(1.0f, &w.staged_grad[n * ldh], p.grad_row(j), K);
-    if (p.claim(j)) {
-      touched.push_back(j);
-      out.index()->mark_updated(j);
-    }
-  }
+  for (std::size_t n = 0; n < w.staged_ids.size(); ++n)
+    out.accumulate_gathered_row(k, w.staged_ids[n], &w.staged_grad[n * ldh], w.staged_bias_grad[n], touched);
   w.staged_ids.clear();
 }
 
@@ -113,10 +105,8 @@ std::int64_t external_output_step(Network& net, float lr, std::int64_t samples, 
   parallel_for(net.threads(), static_cast<std::int64_t>(S), [&](std::int64_t i) {
     const std::size_t n = static_cast<std::size_t>(i);
     if (n + kAhead < S) prefetch_row(p, w.staged_ids[n + kAhead]);
-    const std::uint32_t j = w.staged_ids[n];
-    if (p.step_row(s, k, j, &w.staged_grad[n * ldh], &w.staged_bias_grad[n]))
+    if (out.step_gathered_row(s, k, w.staged_ids[n], &w.staged_grad[n * ldh], &w.staged_bias_grad[n]))
       nonfinite.fetch_add(1, std::memory_order_relaxed);
-    out.index()->mark_updated(j);
   });
   w.staged_ids.clear();
   return nonfinite.load();

@@ -247,18 +247,13 @@ class OutputBatch {
     std::vector<std::uint32_t>& touched = net_.state(t).layers.back().touched;
     for (std::size_t n = r.begin; n < r.end; ++n) {
       const std::uint32_t j = neuron(c0 + n);
-      if (ids_ && step_) {  // each active row once per batch: its step from the gathered gradient
-        if (p_.step_row(*step_, k_, j, &w_.weight_grad[n * ldh_], &w_.bias_grad[n]))
+      if (!ids_) {
+        p_.bias_grad[j] += w_.bias_grad[n];
+      } else if (step_) {  // each active row once per batch: its step from the gathered gradient
+        if (out_.step_gathered_row(*step_, k_, j, &w_.weight_grad[n * ldh_], &w_.bias_grad[n]))
           nonfinite_.fetch_add(1, std::memory_order_relaxed);
-        out_.index()->mark_updated(j);
-        continue;
-      }
-      p_.bias_grad[j] += w_.bias_grad[n];
-      if (!ids_) continue;
-      k_.axpy(1.0f, &w_.weight_grad[n * ldh_], p_.grad_row(j), K_);
-      if (p_.claim(j)) {
-        touched.push_back(j);
-        out_.index()->mark_updated(j);
+      } else {
+        out_.accumulate_gathered_row(k_, j, &w_.weight_grad[n * ldh_], w_.bias_grad[n], touched);
       }
     }
   }
