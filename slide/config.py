@@ -14,7 +14,7 @@ BucketPolicyName = Literal["fifo", "reservoir"]
 
 
 # The engine's field widths: the sample intervals are 64-bit, every other integer 32-bit.
-_INT_LIMIT = defaultdict(lambda: 2**31, rehash_every=2**63, rebuild_every=2**63)
+_INT_LIMIT = defaultdict(lambda: 2**31, rehash_every=2**63, rebuild_every=2**63, late_after=2**63)
 # Declared once, in slide.settings (tests hold the C++ struct's defaults to the same table).
 _DEFAULT = defaults(LSH)
 
@@ -55,6 +55,11 @@ class LSHConfig:
             they were last hashed (1 = every neuron that changed, as in SLIDE).
         schedule_growth: both intervals are multiplied by this after each use (>= 1; the SLIDE
             paper's decaying schedule is ~1.1).
+        late_min_active: training raises ``min_active`` to this once the network has trained
+            ``late_after`` samples (0 = never). Few random negatives learn fast early; more of them
+            lift the level a sampled layer settles at (docs/pytorch.md measures it).
+        late_after: samples trained (the network's ``samples_seen``, every rank's under MPI) before
+            ``late_min_active`` applies.
     """
 
     family: HashFamilyName = _DEFAULT["family"]
@@ -74,6 +79,8 @@ class LSHConfig:
     rebuild_every: int = _DEFAULT["rebuild_every"]
     rehash_min_updates: int = _DEFAULT["rehash_min_updates"]
     schedule_growth: float = _DEFAULT["schedule_growth"]
+    late_min_active: int = _DEFAULT["late_min_active"]
+    late_after: int = _DEFAULT["late_after"]
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -197,6 +197,9 @@ LSH = _table(
             "hash (1 = SLIDE)", 1, 255, default=4),
     Setting("schedule_growth", "float", "both intervals grow by this factor after each use (SLIDE's decaying "
             "schedule is ~1.1)", 1, default=1.0),
+    Setting("late_min_active", "int", "training raises min_active to this once the network has trained "
+            "late_after samples: more negatives once the curve levels off (0 = never)", 0, 2**31 - 1, default=0),
+    Setting("late_after", "int", "samples trained before late_min_active applies", 0, 2**62, default=0),
 )
 
 # Keys of run.toml's [text8] table: how the corpus becomes samples (slide.datasets.load_text8) and

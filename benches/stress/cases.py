@@ -49,6 +49,8 @@ def lsh_kwargs(rng: random.Random) -> dict:
         "rebuild_every": ([100, 128000], [0]),
         "rehash_min_updates": ([1, 4], [0, 256]),
         "schedule_growth": ([1.0, 1.1], [0.5, float("nan"), "x"]),
+        "late_min_active": ([0, 60], [-1, 2**31]),
+        "late_after": ([0, 500], [-1, 2**63]),
         "simhash_density": ([0.3, 1.0], [0.0, 1.5, float("inf")]),
     }
     for name, (good, bad) in pools.items():

@@ -22,6 +22,11 @@ int effective_range_bits(const LshConfig& c) {
   return std::min(total, c.range_bits);
 }
 
+int training_min_active(const LshConfig& c, std::int64_t samples_seen) {
+  if (c.late_min_active > 0 && samples_seen >= c.late_after) return std::max(c.min_active, c.late_min_active);
+  return c.min_active;
+}
+
 void validate(const LshConfig& c, int dim, std::uint32_t num_neurons) {
   SLIDE_REQUIRE(c.k >= 1, "lsh.k must be >= 1, got " << c.k);
   SLIDE_REQUIRE(c.l >= 1, "lsh.l (number of tables) must be >= 1, got " << c.l);
@@ -48,6 +53,9 @@ void validate(const LshConfig& c, int dim, std::uint32_t num_neurons) {
   SLIDE_REQUIRE(c.rehash_min_updates >= 1 && c.rehash_min_updates <= 255,
                 "lsh.rehash_min_updates must be in [1, 255], got " << c.rehash_min_updates);
   SLIDE_REQUIRE(c.schedule_growth >= 1.0, "lsh.schedule_growth must be >= 1, got " << c.schedule_growth);
+  SLIDE_REQUIRE(c.late_min_active >= 0, "lsh.late_min_active must be >= 0, got " << c.late_min_active);
+  SLIDE_REQUIRE(c.late_after >= 0 && c.late_after <= kMaxScheduleCount,
+                "lsh.late_after must be in 0..2^62 samples, got " << c.late_after);
   SLIDE_REQUIRE(num_neurons >= 1, "a sampled layer needs at least one neuron");
 }
 

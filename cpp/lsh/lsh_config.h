@@ -5,6 +5,10 @@
 
 namespace slide {
 
+// The largest sample count or interval a schedule holds (about 4.6e18): far beyond any run, and
+// small enough that adding a batch to it can never overflow.
+constexpr std::int64_t kMaxScheduleCount = std::int64_t{1} << 62;
+
 enum class HashKind { kSimHash, kWta, kDwta, kMinHash };
 enum class BucketPolicy { kFifo, kReservoir };
 
@@ -28,12 +32,19 @@ struct LshConfig {
   std::int64_t rebuild_every = 128000;  // samples between drawing new hash functions
   int rehash_min_updates = 4;           // re-hash a neuron once it has had this many optimizer updates
   double schedule_growth = 1.0;         // both intervals are multiplied by this after each use
+  // Training raises min_active to late_min_active once the network has trained late_after
+  // samples: more negatives once the curve levels off (0 = never).
+  int late_min_active = 0;
+  std::int64_t late_after = 0;
 };
 
 // Bits each code of the family takes.
 int code_bits(const LshConfig& c);
 // Effective table width once defaults are resolved.
 int effective_range_bits(const LshConfig& c);
+// The active set's size floor while training, after `samples_seen` samples: min_active, raised to
+// late_min_active from late_after samples on.
+int training_min_active(const LshConfig& c, std::int64_t samples_seen);
 // Throws std::invalid_argument naming the bad field.
 void validate(const LshConfig& c, int dim, std::uint32_t num_neurons);
 

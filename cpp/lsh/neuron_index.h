@@ -14,10 +14,6 @@
 
 namespace slide {
 
-// The largest sample count or interval a schedule holds (about 4.6e18): far beyond any run, and
-// small enough that adding a batch to it can never overflow.
-constexpr std::int64_t kMaxScheduleCount = std::int64_t{1} << 62;
-
 struct IndexCounters {
   std::int64_t generation = 0;      // number of rebuilds (selects the hash functions)
   std::int64_t rehash_interval = 0;

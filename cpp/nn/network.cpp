@@ -103,10 +103,15 @@ const Activations& Network::forward_hidden(ThreadState& ts, const SampleView& s,
   input.forward(input_view(ts, s, mode == Mode::kTrain), ts.hidden0);
   const Activations* in = &ts.hidden0;
   for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
-    layers[i].forward(*in, ts.layers[i], mode, nullptr, 0, NegativePool{}, 0, rng);
+    layers[i].forward(*in, ts.layers[i], mode, nullptr, 0, NegativePool{}, training_floor(layers[i], mode), rng);
     in = &ts.layers[i].out;
   }
   return *in;
+}
+
+int Network::training_floor(const FcLayer& layer, Mode mode) const {
+  if (mode != Mode::kTrain || !layer.sampled()) return 0;
+  return training_min_active(layer.index()->config(), samples_seen);
 }
 
 Activations& Network::top_hidden(ThreadState& ts) {
@@ -127,7 +132,8 @@ BatchWorkspace& Network::batch_workspace() {
 
 void Network::infer(ThreadState& ts, const SampleView& s, Mode mode, int min_active, Rng& rng) {
   const Activations& in = forward_hidden(ts, s, mode, rng);
-  layers.back().forward(in, ts.layers.back(), mode, s.labels, s.num_labels, pool_, min_active, rng);
+  layers.back().forward(in, ts.layers.back(), mode, s.labels, s.num_labels, pool_,
+                        std::max(min_active, training_floor(layers.back(), mode)), rng);
 }
 
 void Network::backward_hidden(ThreadState& ts, const SampleView& s) {

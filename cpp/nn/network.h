@@ -74,6 +74,8 @@ class Network {
   std::int64_t samples_seen = 0;
 
  private:
+  // A sampled layer's active-set floor in training (its LSH settings' late_min_active schedule).
+  int training_floor(const FcLayer& layer, Mode mode) const;
   void init_weights();
   std::unique_ptr<ThreadState> make_state(int thread) const;
 

@@ -48,6 +48,8 @@ void bind_config(py::module_& m) {
       .def_readwrite("rebuild_every", &LshConfig::rebuild_every)
       .def_readwrite("rehash_min_updates", &LshConfig::rehash_min_updates)
       .def_readwrite("schedule_growth", &LshConfig::schedule_growth)
+      .def_readwrite("late_min_active", &LshConfig::late_min_active)
+      .def_readwrite("late_after", &LshConfig::late_after)
       .def_property_readonly("effective_range_bits", [](const LshConfig& c) { return effective_range_bits(c); });
 
   py::class_<LayerConfig>(m, "LayerConfig")

@@ -95,7 +95,8 @@ class OutputBatch {
     const LshConfig& c = out_.index()->config();
     const std::uint32_t retrieved =
         w_.active->build(out_.index()->tables(), w_.buckets.data(), B_, w_.labels,
-                         static_cast<std::size_t>(c.batch_active), static_cast<std::size_t>(c.min_active),
+                         static_cast<std::size_t>(c.batch_active),
+                         static_cast<std::size_t>(training_min_active(c, net_.samples_seen)),
                          net_.state(0).rng, comm_);
     ids_ = w_.active->ids().data();
     N_ = w_.active->ids().size();

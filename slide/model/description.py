@@ -24,8 +24,10 @@ def describe(net: Any) -> str:
     matmul = ", bf16 matmul" if net.matmul == "bf16" else ""
     out = f"sampled by {net.lsh.family.upper()} (K={net.lsh.k}, L={net.lsh.l})" if net.lsh else "dense"
     if net.mode == "batch":
+        late = (f", {net.lsh.late_min_active} after {net.lsh.late_after:,} samples"
+                if net.lsh.late_min_active > net.lsh.min_active else "")
         out += (f" per batch (batch_active={net.lsh.batch_active}, "
-                f"min_active={net.lsh.min_active})")
+                f"min_active={net.lsh.min_active}{late})")
     elif net.mode == "sample":
         out += " per sample"
     ranks = "" if net.comm is None else (f", rank {net.comm.rank} of {net.comm.size} holding outputs "

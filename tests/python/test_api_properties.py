@@ -105,7 +105,7 @@ def test_any_constructor_arguments_build_a_network_or_raise_value_error(kwargs):
 lsh_field = st.sampled_from(["k", "l", "range_bits", "bin_size", "bucket_size", "min_active", "max_active",
                              "batch_active", "rehash_every", "rebuild_every", "rehash_min_updates",
                              "schedule_growth", "simhash_density", "family", "bucket_policy", "minhash_topk",
-                             "batch_negatives"])
+                             "batch_negatives", "late_min_active", "late_after"])
 
 
 @settings(max_examples=300, deadline=None)

@@ -122,6 +122,22 @@ def test_a_sample_mode_network_cannot_be_sharded():
 def test_ranks_train_what_one_process_trains(tmp_path, mode, ranks, exchange):
     single = job(tmp_path, "single", 0, "--mode", mode)[0]
     ranked = job(tmp_path, "ranked", ranks, "--mode", mode, "--exchange", exchange)
+    _assert_ranks_train_as_one(single, ranked)
+
+
+@needs_mpi
+def test_ranks_switch_to_late_min_active_together(tmp_path):
+    """lsh.late_min_active applies after the samples of every rank: the ranks build the same larger
+    shared sets from the same batch on, so they still train what one process trains."""
+    single = job(tmp_path, "single", 0, "--late")[0]
+    ranked = job(tmp_path, "ranked", 2, "--late")
+    _assert_ranks_train_as_one(single, ranked)
+    plain = job(tmp_path, "plain", 0)[0]
+    assert single["loss"][:2] == plain["loss"][:2]  # 1,200 samples: two epochs of 600 as before
+    assert single["loss"][2] != plain["loss"][2]
+
+
+def _assert_ranks_train_as_one(single: dict, ranked: list[dict]) -> None:
     assert single["step"] == 300 and all(r["step"] == 300 for r in ranked)  # a few hundred steps
     # The replicated embedding is bit-identical on every rank.
     assert len({r["embedding"] for r in ranked}) == 1

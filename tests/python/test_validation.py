@@ -255,7 +255,7 @@ def test_fewer_labels_than_the_default_ranks_evaluates_the_ranks_that_exist():
 
 
 @pytest.mark.parametrize("field, value", [("bucket_size", 2**31), ("l", -2**31 - 1), ("min_active", 2**40),
-                                          ("rehash_every", 2**63)])
+                                          ("rehash_every", 2**63), ("late_after", 2**63)])
 def test_lsh_integers_beyond_the_engines_field_width(field, value):
     with pytest.raises(ValueError, match=f"LSHConfig.{field} must be below"):
         slide.LSHConfig(**{field: value})
