@@ -198,7 +198,7 @@ LSH = _table(
     Setting("schedule_growth", "float", "both intervals grow by this factor after each use (SLIDE's decaying "
             "schedule is ~1.1)", 1, default=1.0),
     Setting("late_min_active", "int", "training raises min_active to this once the network has trained "
-            "late_after samples: more negatives once the curve levels off (0 = never)", 0, 2**31 - 1, default=0),
+            "late_after samples: more negatives once the curve levels off (0 = never)", 0, default=0),
     Setting("late_after", "int", "samples trained before late_min_active applies", 0, 2**62, default=0),
 )
 
