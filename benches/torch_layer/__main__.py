@@ -6,6 +6,7 @@ labels from benches.real_suite (default: debian-deps, 15,789 labels):
     python -m benches.real_suite --build-only --sets debian-deps       # the real set, once
     python -m benches.torch_layer [--budget 120] [--real-set debian-deps]
     python -m benches.torch_layer --heads extreme sampled --extreme-lsh l=16   # a variant of the layer's LSH
+    python -m benches.torch_layer --extreme-lsh late_min_active=10000 late_after=450000   # the committed result
 
 Each system trains in its own process (so its peak RSS is its own) for --budget seconds of
 training time, the systems in turns, a piece at a time (benches/compare/turns.py: a drift in the
