@@ -9,11 +9,12 @@ cheap: only for the labels the network already shortlists. Its weights live in o
 feature)), so its memory is fixed (4 bytes x 2^bits) whatever the number of labels; and it is
 trained after the network, on each training point's shortlist (the network's top `shortlist`
 labels, or HINGE_SHORTLIST_FACTOR times as many for the squared hinge, and the point's own).
-With every point in memory (`fit_hinge`) each label's classifier is the L2-regularised squared
-hinge over the points that shortlist it, solved by dual coordinate descent as omikuji's leaves
-are (cpp/rerank/dual_cd_hinge.cpp); from a stream's shards or over MPI ranks, which never hold a
-label's every point at once, by passes of Adagrad on the logistic loss (`fit`, `train_pass`;
-cpp/rerank/shortlist_reranker.cpp).
+Each label's classifier is the L2-regularised squared hinge over the points that shortlist it,
+solved by dual coordinate descent as omikuji's leaves are (`fit_hinge`;
+cpp/rerank/dual_cd_hinge.cpp): over every point at once in memory or from a stream of one shard,
+in CoCoA+ rounds over MPI ranks. From a stream of several shards, which never holds a label's
+every point at once, by passes of Adagrad on the logistic loss (`fit`, `train_pass`;
+cpp/rerank/shortlist_reranker.cpp); slide.prediction.reranker_training says why.
 
 Prediction scores logit + weight x re-ranker score over the network's top `shortlist` labels (and
 the voted labels, when the neighbours vote); the weight is picked on validation data, like the
@@ -51,7 +52,7 @@ HINGE_TOLERANCE = 0.1
 # test split, no vote): debian-deps 0.686 / 0.351 -> 0.692 / 0.357, debian-deps-by-source 0.632 /
 # 0.310 -> 0.635 / 0.314, debian-tags 0.843 / 0.481 -> 0.845 / 0.495, debian-rdeps 0.211 / 0.095
 # -> 0.210 / 0.091 (its weights are picked on 522 points); on debian-deps for 2.7 s more of solving
-# and about 1.5 s more of shortlists. Adagrad's epochs (streams, MPI) gained nothing from wider
+# and about 1.5 s more of shortlists. Adagrad's epochs (streams of several shards) gained nothing from wider
 # lists (benches/reranker.py), so they keep `shortlist`.
 HINGE_SHORTLIST_FACTOR = 4
 # The score of a candidate outside the lists the re-ranker trained on (a voted label the network
@@ -93,16 +94,29 @@ class ShortlistReranker:
 
     def fit_hinge(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, *, c: float = HINGE_C,
                   max_iterations: int = HINGE_ITERATIONS, tolerance: float = HINGE_TOLERANCE, threads: int = 1,
-                  seed: int = 0) -> float:
+                  seed: int = 0, duals: "np.ndarray | None" = None, adders: int = 1) -> float:
         """Train each label on its points (the rows whose shortlist, `candidates` and Y, holds it):
         the L2-regularised squared hinge, solved to `tolerance` by dual coordinate descent
-        (cpp/rerank/dual_cd_hinge.h). Every point at once, so in memory only. Returns the mean
-        squared hinge loss over the (row, label) pairs afterwards."""
+        (cpp/rerank/dual_cd_hinge.h), starting from the weights as they are. Returns the mean
+        squared hinge loss over the (row, label) pairs afterwards.
+
+        `duals` (from `new_duals` on the same Y and candidates) holds the pairs' dual variables
+        between calls that solve the same points again, read as the start and written back;
+        without it every pair starts at zero, which is right only for points the weights have not
+        met. `adders`: how many solvers' changes, each from its own points and the same weights,
+        are added together afterwards (MPI ranks)."""
         X = unit_rows(X)
         label_indptr, rows, positive = label_points(candidates, Y, self.n_labels)
+        if duals is not None and (duals.dtype != np.float32 or duals.shape != rows.shape):
+            raise ValueError(f"duals must be float32 with one value per (row, label) pair ({rows.size}), "
+                             f"got {duals.dtype} {duals.shape}")
         return reranker_dual_cd(X.indptr, X.indices, X.data, self.n_features, label_indptr, rows, positive,
                                 self.slots, self.bias, float(c), int(max_iterations), float(tolerance),
-                                int(seed), max(1, int(threads)))
+                                int(seed), max(1, int(threads)), duals, float(adders))
+
+    def new_duals(self, candidates: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
+        """Zeroed dual variables for `fit_hinge` on these lists and labels: one per (row, label) pair."""
+        return np.zeros(int(label_points(candidates, Y, self.n_labels)[0][-1]), np.float32)
 
     def train_pass(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, rows: np.ndarray, *,
                    lr: float = LEARNING_RATE, threads: int = 1) -> float:

@@ -94,8 +94,10 @@ void bind_reranker(py::module_& m) {
          const py::array_t<std::int64_t, py::array::c_style>& label_indptr,
          const py::array_t<std::int64_t, py::array::c_style>& rows,
          const py::array_t<std::uint8_t, py::array::c_style>& positive, MutableFloats slots, MutableFloats bias,
-         float c, int max_iterations, float tolerance, std::uint64_t seed, int threads) {
+         float c, int max_iterations, float tolerance, std::uint64_t seed, int threads, const py::object& alpha,
+         float adders) {
         SLIDE_REQUIRE(threads >= 1, "threads must be at least 1, got " << threads);
+        SLIDE_REQUIRE(adders >= 1.0f && std::isfinite(adders), "adders must be at least 1, got " << adders);
         SLIDE_REQUIRE(c > 0.0f && std::isfinite(c), "C must be positive, got " << c);
         SLIDE_REQUIRE(max_iterations >= 1, "max_iterations must be at least 1, got " << max_iterations);
         SLIDE_REQUIRE(tolerance >= 0.0f && std::isfinite(tolerance), "tolerance must be >= 0, got " << tolerance);
@@ -113,15 +115,30 @@ void bind_reranker(py::module_& m) {
         const std::int64_t* r = rows.data();
         for (std::int64_t p = 0; p < rows.size(); ++p)
           SLIDE_REQUIRE(r[p] >= 0 && r[p] < x.rows, "row " << r[p] << " lies outside [0, " << x.rows << ")");
-        const LabelPoints points{offsets, r, positive.data()};
-        const DualCdSettings settings{c, max_iterations, tolerance, seed};
+        float* duals = nullptr;
+        MutableFloats kept;
+        if (!alpha.is_none()) {
+          // written back in place: a converted copy would lose the solver's duals
+          SLIDE_REQUIRE(py::isinstance<MutableFloats>(alpha), "alpha must be a C-contiguous float32 array");
+          kept = alpha.cast<MutableFloats>();
+          SLIDE_REQUIRE(kept.ndim() == 1 && kept.size() == rows.size(),
+                        "alpha must be 1-D with one value per row of rows (" << rows.size() << ")");
+          duals = kept.mutable_data();
+          for (std::int64_t p = 0; p < rows.size(); ++p)
+            SLIDE_REQUIRE(duals[p] >= 0.0f && std::isfinite(duals[p]), "alpha[" << p << "] must be >= 0, got " << duals[p]);
+        }
+        const LabelPoints points{offsets, r, positive.data(), duals};
+        const DualCdSettings settings{c, max_iterations, tolerance, seed, adders};
         py::gil_scoped_release release;
         return reranker_dual_cd(x, points, w, settings, threads);
       },
       py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("n_features"), py::arg("label_indptr"),
       py::arg("rows"), py::arg("positive"), py::arg("slots"), py::arg("bias"), py::arg("c"),
       py::arg("max_iterations"), py::arg("tolerance"), py::arg("seed"), py::arg("threads"),
-      "Each label's squared hinge over its points by dual coordinate descent; the mean loss afterwards.");
+      py::arg("alpha") = py::none(), py::arg("adders") = 1.0f,
+      "Each label's squared hinge over its points by dual coordinate descent; the mean loss afterwards. "
+      "alpha: the points' dual variables, read as the start and written back (None: all start at 0); "
+      "adders: how many solvers' changes are added together (CoCoA+'s sigma').");
   m.def(
       "reranker_label_points",
       [](const CandidateArray& candidates, const IndptrArray& y_indptr, const IndexArray& y_indices,

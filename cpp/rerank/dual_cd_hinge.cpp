@@ -75,12 +75,13 @@ void add_point(const CsrFloat& x, const LabelPoints& points, std::int64_t begin,
 }
 
 // Writes the change to the label's weights back into the table (slots it shares with another
-// label keep that label's part) and clears `place` for the next label.
-void scatter(std::int32_t label, const RerankerWeights& w, Local& l) {
+// label keep that label's part), the local view's change over `adders` (the view holds it that
+// many times over), and clears `place` for the next label.
+void scatter(std::int32_t label, const RerankerWeights& w, float adders, Local& l) {
   const std::int64_t mask = w.size - 1;
   for (std::size_t f = 0; f < l.features.size(); ++f) {
     const HashedSlot slot = slot_of(label, l.features[f], mask);
-    w.slots[2 * slot.index] += slot.sign * (l.weights[f] - l.start[f]);
+    w.slots[2 * slot.index] += slot.sign * (l.weights[f] - l.start[f]) / adders;
     l.place[static_cast<std::size_t>(l.features[f])] = -1;
   }
 }
@@ -94,7 +95,10 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
   gather(x, points, label, w, l);
   float bias = w.bias[2 * label];
   const float start_bias = bias;
-  l.alpha.assign(static_cast<std::size_t>(n), 0.0f);
+  if (points.alpha)
+    l.alpha.assign(points.alpha + begin, points.alpha + begin + n);
+  else
+    l.alpha.assign(static_cast<std::size_t>(n), 0.0f);
   l.diagonal.resize(static_cast<std::size_t>(n));
   l.order.resize(static_cast<std::size_t>(n));
   std::iota(l.order.begin(), l.order.end(), std::int64_t{0});
@@ -102,7 +106,7 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
     const std::int64_t row = points.rows[begin + i];
     float norm = 1.0f;  // the bias's feature
     for (std::int64_t j = x.indptr[row]; j < x.indptr[row + 1]; ++j) norm += x.data[j] * x.data[j];
-    l.diagonal[static_cast<std::size_t>(i)] = norm + half_inverse_c;
+    l.diagonal[static_cast<std::size_t>(i)] = s.adders * norm + half_inverse_c;
   }
   Rng rng(s.seed ^ (static_cast<std::uint64_t>(label) * 0xD1B54A32D192ED03ull));
   // liblinear's shrinking: a point at alpha = 0 whose gradient exceeds the last pass's largest
@@ -137,8 +141,8 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
       if (std::fabs(projected) <= 1e-12f) continue;
       const float updated = std::max(alpha - gradient / l.diagonal[static_cast<std::size_t>(i)], 0.0f);
       const float step = (updated - alpha) * y;
-      add_point(x, points, begin, i, step, l);
-      bias += step;
+      add_point(x, points, begin, i, s.adders * step, l);
+      bias += s.adders * step;
       alpha = updated;
     }
     if (highest - lowest <= s.tolerance) {
@@ -155,8 +159,9 @@ double train_label(const CsrFloat& x, const LabelPoints& points, std::int32_t la
     const double margin = std::max(0.0f, 1.0f - (points.positive[begin + i] ? score : -score));
     loss += margin * margin;
   }
-  scatter(label, w, l);
-  w.bias[2 * label] += bias - start_bias;
+  scatter(label, w, s.adders, l);
+  w.bias[2 * label] += (bias - start_bias) / s.adders;
+  if (points.alpha) std::copy(l.alpha.begin(), l.alpha.end(), points.alpha + begin);
   return loss;
 }
 

@@ -18,6 +18,10 @@ struct LabelPoints {
   const std::int64_t* indptr = nullptr;  // labels + 1 offsets
   const std::int64_t* rows = nullptr;
   const std::uint8_t* positive = nullptr;  // 1: the row has the label
+  // Each point's dual variable, beside rows, kept between calls that solve the same points again
+  // (a stream's passes, MPI's rounds): read as the start and written back. Null: every call
+  // starts its points at zero, which is right only for points the weights have not yet met.
+  float* alpha = nullptr;
 };
 
 struct DualCdSettings {
@@ -25,6 +29,10 @@ struct DualCdSettings {
   int max_iterations = 20;
   float tolerance = 0.1f;  // stop once the projected gradients span less than this
   std::uint64_t seed = 0;  // the order each label visits its points in
+  // sigma' of CoCoA+ (Ma et al. 2015): when `adders` solvers each solve their own points from the
+  // same weights and their changes are added, each must see its own change `adders` times over
+  // (in its scores and its steps' curvature) for the sum to stay a descent step. 1: one solver.
+  float adders = 1.0f;
 };
 
 // Trains every label with points (the weights start where they are; the table's Adagrad sums are

@@ -16,7 +16,7 @@ from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory
 from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 from .fused import VotedNetwork
-from .reranker_training import HINGE, reranker_from_memory, reranker_from_stream, training_lists
+from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, training_lists
 
 log = logging.getLogger("slide")
 
@@ -99,18 +99,19 @@ class FusedPrediction:
     def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS,
                      progress: bool = False) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
-        each point's shortlist is the network's top ``rerank`` labels and its own. With X, Y in
-        memory in one process, each label's squared hinge over the points that shortlist it is
-        solved (`ShortlistReranker.fit_hinge`; `epochs` unused), on lists
-        `slide.reranker.HINGE_SHORTLIST_FACTOR` times as wide, and the list holds its one mean
-        loss. X may be a `slide.datasets.Stream` (Y omitted), read shard by shard for `epochs`
-        Adagrad passes. `fit` calls it after the network's last epoch when ``rerank`` > 0.
-        `progress` shows the scan for the training points' shortlists (in memory, one process).
-        Returns each epoch's mean loss.
+        each point's list is the network's top `slide.reranker.HINGE_SHORTLIST_FACTOR` x
+        ``rerank`` labels and its own, and each label's squared hinge over the points whose list
+        holds it is solved (`ShortlistReranker.fit_hinge`; `epochs` unused). X may be a
+        `slide.datasets.Stream` (Y omitted): of one shard, it is solved so too; of several, which
+        never hold a label's every point at once, it is read shard by shard for `epochs` Adagrad
+        passes on lists ``rerank`` wide. `fit` calls it after the network's last epoch when
+        ``rerank`` > 0. `progress` shows the scan for the training points' shortlists (in memory,
+        one process). Returns each epoch's or round's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
-        points, in memory: each epoch every rank trains on its share and then all add up the
-        ranks' changes to the re-ranker, so every rank holds the same one. Collective."""
+        points, in memory: in each of `slide.prediction.reranker_training.HINGE_ROUNDS` rounds
+        every rank solves its share and all add up the ranks' changes, so every rank holds the same
+        re-ranker. Collective."""
         if not self.rerank:
             raise ValueError("fit_reranker needs rerank > 0 (the shortlist each point is re-ranked on)")
         if self.comm is not None and isinstance(X, Stream):
@@ -118,23 +119,23 @@ class FusedPrediction:
                              "Stream")
         check_int("epochs", epochs, 1)
         t0 = time.perf_counter()
-        if isinstance(X, Stream):
+        streamed = isinstance(X, Stream)
+        if streamed:
             if Y is not None:
                 raise ValueError("a Stream holds its labels: call fit_reranker(stream) without Y")
             self.reranker, losses = reranker_from_stream(self, X, epochs)
-            points = X.samples_per_epoch
+            points, shards = X.samples_per_epoch, len(X.folder)
         else:
             if Y is None:
                 raise ValueError("fit_reranker needs Y, or a slide.datasets.Stream as X")
             X = as_features(X, self.input_dim)
-            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), epochs,
-                                                         progress)
-            points = X.shape[0]
+            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), progress)
+            points, shards = X.shape[0], 1
         if self.comm is not None:
             points = int(self.comm.total(points))
-        solver, listed = training_lists(self, in_memory=not isinstance(X, Stream))
+        solver, listed = training_lists(self, in_memory=not streamed, shards=shards)
         log.info("re-ranker: %s on %d points' lists of %d (re-scoring %d) in %.1fs, losses %s",
-                 solver if solver == HINGE else f"{epochs} {solver}", points, listed, self.reranker.shortlist,
+                 f"{epochs} {solver}" if solver == ADAGRAD else solver, points, listed, self.reranker.shortlist,
                  time.perf_counter() - t0, losses)
         return losses
 

@@ -1,12 +1,16 @@
 """Training a network's shortlist re-ranker (`slide.reranker`): each training point is re-ranked
-on the network's top ``rerank`` labels and its own. From points in memory (each label's squared
-hinge solved over all of its points, on lists HINGE_SHORTLIST_FACTOR times as wide), or, by
-Adagrad passes, from a shard folder (`slide.datasets.Stream`) read shard by shard as streamed
-training reads it, so data larger than memory gets a re-ranker too, and over MPI ranks.
+on the network's top labels and its own. Each label's squared hinge over the points whose list
+(HINGE_SHORTLIST_FACTOR x ``rerank`` wide) holds it is solved by dual coordinate descent where a
+label's every point is at hand at once: in memory in one process, and from a stream
+(`slide.datasets.Stream`) of one shard. Over MPI ranks the same problem is solved by CoCoA+
+rounds: every rank solves its own points, and the ranks add up their changes. From a stream of
+several shards, which never holds a label's every point at once, by Adagrad passes on the logistic
+loss, shard by shard as streamed training reads them, so data larger than memory gets a re-ranker
+too.
 
-A stream's shortlists are computed on a shard's first visit and kept for the later epochs (4 bytes
-x ``rerank`` per training point: 100 bytes a point at the default 25, far less than its features),
-because the network does not change while the re-ranker trains."""
+A stream's Adagrad lists are computed on a shard's first visit and kept for the later epochs (4
+bytes x ``rerank`` per training point: 100 bytes a point at the default 25, far less than its
+features), because the network does not change while the re-ranker trains."""
 
 from __future__ import annotations
 
@@ -61,63 +65,57 @@ def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> 
     return listed + int(outside.sum())
 
 
-HINGE, ADAGRAD = "each label's squared hinge solved", "Adagrad epochs"
-
-
-def training_lists(net: Any, in_memory: bool) -> tuple[str, int]:
+def training_lists(net: Any, in_memory: bool, shards: int = 1) -> tuple[str, int]:
     """(how the re-ranker trains, how many of the network's best labels each training point's list
-    holds): with every point in memory in one process, the squared hinge on lists
-    HINGE_SHORTLIST_FACTOR times as wide as prediction's; from a stream or over MPI ranks, Adagrad
-    on prediction's width."""
+    holds) for points in memory (`in_memory`) or in a stream of `shards` shards: each label's
+    squared hinge on lists HINGE_SHORTLIST_FACTOR times as wide as prediction's, except from a
+    stream of several shards, Adagrad on prediction's width."""
     width = min(net.rerank, net.output_dim)
-    if in_memory and net.comm is None:
-        return HINGE, min(HINGE_SHORTLIST_FACTOR * width, net.output_dim)
-    return ADAGRAD, width
+    hinge = min(HINGE_SHORTLIST_FACTOR * width, net.output_dim)
+    if not in_memory:
+        return (HINGE, hinge) if shards == 1 else (ADAGRAD, width)
+    if net.comm is not None and net.comm.size > 1:
+        return f"{HINGE} in {HINGE_ROUNDS} rounds over the ranks", hinge
+    return HINGE, hinge
 
 
-def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, epochs: int, progress: bool = False
+HINGE, ADAGRAD = "each label's squared hinge solved", "Adagrad epochs"
+# CoCoA+ rounds over MPI ranks. `slide train` on debian-deps over 2 ranks of 1 thread (test P@1 /
+# P@5; the re-ranker's step, the fusion weights' pick included): 1 round 0.684 / 0.352 in 7.6 s,
+# 2 rounds 0.691 / 0.352 in 11.6 s, 3 rounds 0.691 / 0.352 in 13.6 s, 5 rounds 0.692 / 0.353 in
+# 17.8 s; the Adagrad epochs the ranks ran before, 0.680 / 0.346 in 6.0 s; one process, every
+# point at once, 0.700 / 0.358. A round's time is its solve (3.2 s, then 2.1 s on warm duals), not
+# adding up the 128 MiB table (0.2-0.3 s).
+HINGE_ROUNDS = 2
+
+
+def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False
                          ) -> tuple[ShortlistReranker, list[float]]:
-    """In one process: each label's squared hinge over its points (the rows whose top
-    HINGE_SHORTLIST_FACTOR x `rerank` labels or own labels hold it), solved by dual coordinate
-    descent (`ShortlistReranker.fit_hinge`; `epochs` unused), returning its loss. Under MPI, from
-    each rank's own points (X, Y: this rank's share): `epochs` Adagrad passes whose changes all
-    ranks add up, since no rank holds a label's every point."""
+    """Each label's squared hinge over its points (the rows whose top HINGE_SHORTLIST_FACTOR x
+    `rerank` labels or own labels hold it), solved by dual coordinate descent
+    (`ShortlistReranker.fit_hinge`), returning its mean loss.
+
+    Under MPI (X, Y: this rank's share), HINGE_ROUNDS rounds of CoCoA+ (Ma et al. 2015): in each,
+    every rank solves its own points' dual variables (kept between rounds) from the same weights,
+    seeing its own change as many times over as there are ranks, and all add up the ranks'
+    changes, so every rank ends with the same re-ranker. Each round moves the whole table (128 MiB)
+    once; one rank solves in one round what one process does."""
     solver, listed = training_lists(net, in_memory=True)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim), trained_on=listed)
     candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
-    if solver == HINGE:
+    if net.comm is None:
         return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
-    return reranker, _fit_over_ranks(net, reranker, X, Y, candidates, epochs)
-
-
-def _fit_over_ranks(net: Any, reranker: ShortlistReranker, X: sp.csr_matrix, Y: sp.csr_matrix,
-                    candidates: np.ndarray, epochs: int) -> list[float]:
-    """Each epoch every rank passes over its own points (in the order `ShortlistReranker.fit`
-    takes them) from the same start, then all add up the ranks' changes to the weights and to
-    Adagrad's sums, so that all end with the same re-ranker, trained on every point. One rank
-    trains exactly what one process does. Returns each epoch's mean loss over every rank's
-    shortlisted labels.
-
-    Adding the changes, not averaging the weights, keeps whole what a label learned from one
-    rank's points (the mean would halve it on 2 ranks; in `slide train` runs on debian-deps the
-    mean gave 0.667 P@1 and 0.334 P@5, the sum 0.667 and 0.338). Measured on debian-deps over 2 ranks
-    (one network; the weight picked on 2,500 test points, P@1 on the other 9,795): the network
-    alone 0.667, this 0.686, the same re-ranker trained in one process 0.690; adding the changes
-    8 or 16 times an epoch instead of once gave 0.688 for 9 or 19 s more (each sync moves the
-    whole 128 MiB table)."""
-    rng = np.random.default_rng(net.seed)
-    Y = sp.csr_matrix(Y)
-    Y.sum_duplicates()
+    ranks = int(net.comm.size)
+    duals = reranker.new_duals(candidates, Y)
+    pairs = duals.size
     losses = []
-    for _ in range(epochs):
-        start = (reranker.slots.copy(), reranker.bias.copy()) if net.comm.size > 1 else ()
-        rows = rng.permutation(X.shape[0])
-        loss = reranker.train_pass(X, Y, candidates, rows, threads=net.threads)
-        pairs = scored_pairs(candidates, Y, rows)
+    for _ in range(1 if ranks == 1 else HINGE_ROUNDS):
+        start = (reranker.slots.copy(), reranker.bias.copy())
+        loss = reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed, duals=duals, adders=ranks)
         for trained, before in zip((reranker.slots, reranker.bias), start):
             add_every_ranks_changes(net.comm, trained, before)
         losses.append(net.comm.total(loss * pairs) / max(net.comm.total(pairs), 1.0))
-    return losses
+    return reranker, losses
 
 
 def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) -> None:
@@ -129,13 +127,32 @@ def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) 
 
 
 def reranker_from_stream(net: Any, stream: Stream, epochs: int) -> tuple[ShortlistReranker, list[float]]:
-    """Each epoch visits the stream's shards in its order for that epoch and each shard's rows
-    shuffled, skipping the points it holds out for validation, as the network's epochs do."""
+    """A stream of one shard: its training points solved as `reranker_from_memory` solves them
+    (the same re-ranker), `epochs` unused. Of several shards: `epochs` Adagrad passes, each
+    visiting the shards in the stream's order for that epoch and each shard's rows shuffled,
+    skipping the points it holds out for validation, as the network's epochs do.
+
+    Why not the hinge shard by shard: a file's points come in its own order (the Debian sets by
+    package name), so a label's positives gather in a few shards. Measured by script on
+    debian-deps (one network, the suite's test split, no vote, P@1 / P@5 at the best weight), the
+    file cut into 4 shards and each solved in turn from the weights the ones before it left: one
+    pass 0.680 / 0.347, three passes (each shard's dual variables kept) 0.686 / 0.349 in 6 s,
+    against Adagrad's 0.685 / 0.349 in 1.5 s; in 4 blocks of random points one pass gave 0.695 /
+    0.354."""
     if (stream.num_features, stream.num_labels) != (net.input_dim, net.output_dim):
         raise ValueError(f"the stream holds {stream.num_features:,} features and {stream.num_labels:,} labels; "
                          f"the network takes {net.input_dim:,} and predicts {net.output_dim:,}")
-    width = min(net.rerank, net.output_dim)
-    reranker = ShortlistReranker(net.input_dim, net.output_dim, width)
+    solver, listed = training_lists(net, in_memory=False, shards=len(stream.folder))
+    if solver == HINGE:
+        (segment,) = stream.segments(0)
+        rows = np.sort(segment.order)  # the solver orders each label's points itself
+        X = as_features(segment.data.X, net.input_dim)[rows]
+        Y = as_labels(segment.data.Y, net.output_dim, segment.data.X.shape[0])[rows]
+        reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim),
+                                     trained_on=listed)
+        candidates = shortlists(net, X, listed)
+        return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
+    reranker = ShortlistReranker(net.input_dim, net.output_dim, listed)
     kept: dict[int, np.ndarray] = {}
     losses = []
     for epoch in range(epochs):
@@ -145,7 +162,7 @@ def reranker_from_stream(net: Any, stream: Stream, epochs: int) -> tuple[Shortli
             shard, split = int(order[segment.index]), segment.data
             X = as_features(split.X, net.input_dim)
             if shard not in kept:
-                kept[shard] = shortlists(net, X, width)
+                kept[shard] = shortlists(net, X, listed)
             if len(segment.order):
                 Y = as_labels(split.Y, net.output_dim, X.shape[0])
                 loss = reranker.train_pass(X, Y, kept[shard], segment.order, threads=net.threads)

@@ -264,7 +264,7 @@ def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:
     if net.neighbours and not streamed:
         steps.append("keeping the training points for the vote")
     if net.rerank:
-        solver, listed = training_lists(net, in_memory=not streamed)
+        solver, listed = training_lists(net, in_memory=not streamed, shards=len(memory.folder) if streamed else 1)
         found = (f"a scan of its {net.output_dim:,} outputs with BF16 products where the CPU has AVX-512 BF16"
                  if list_scan(net) == "bf16" else f"an exact scan of its {net.output_dim:,} outputs")
         steps.append(f"training the re-ranker ({solver} on each point's {listed} best labels by the network, "

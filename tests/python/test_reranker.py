@@ -180,28 +180,149 @@ class _TwoEqualRanks(_OneRank):
         return 2.0 * value
 
 
-def test_training_over_one_rank_is_training_in_one_process():
-    """The MPI path over one rank trains what `ShortlistReranker.fit` trains, bit for bit, with
-    its losses; over two ranks each rank's change counts in full (summed, not averaged away)."""
+class _ThreadRanks:
+    """Two ranks as two threads of one process: `sum` and `total` add both ranks' values."""
+
+    size = 2
+
+    def __init__(self):
+        import threading
+
+        self.barrier, self.parts = threading.Barrier(2), [None, None]
+
+    def rank(self, r):
+        comm = self
+
+        class Rank:
+            size = 2
+
+            def sum(self, data):
+                comm.parts[r] = data.copy()
+                comm.barrier.wait()
+                total = comm.parts[0] + comm.parts[1]
+                comm.barrier.wait()
+                data[...] = total
+
+            def total(self, value):
+                out = np.array([float(value)])
+                self.sum(out)
+                return float(out[0])
+        return Rank()
+
+
+def _ranked_net(comm, candidates):
     from types import SimpleNamespace
 
-    from slide.prediction.reranker_training import _fit_over_ranks
+    # rerank 3: lists of HINGE_SHORTLIST_FACTOR (4) x 3 = 12 labels
+    return SimpleNamespace(comm=comm, seed=7, threads=1, input_dim=30, output_dim=20, rerank=3, lists=candidates)
+
+
+def _shortlists_of(net, X, width, progress=False):
+    return net.lists[:, :width]
+
+
+def test_one_rank_solves_what_one_process_solves(monkeypatch):
+    """The MPI path over one rank is `ShortlistReranker.fit_hinge` in one process, bit for bit,
+    with its loss."""
+    from slide.prediction import reranker_training
 
     X, Y = _random_problem(seed=4, n=90)
-    rng = np.random.default_rng(2)  # a network's shortlist: distinct labels, -1 where it ran short
-    candidates = np.array([rng.permutation(20)[:6] for _ in range(90)], np.int32)
-    candidates[::7, 4:] = -1
-    alone = ShortlistReranker(30, 20, shortlist=6, bits=10)
-    want = alone.fit(X, Y, candidates, epochs=3, threads=1, seed=7)
-    ranked = ShortlistReranker(30, 20, shortlist=6, bits=10)
-    got = _fit_over_ranks(SimpleNamespace(comm=_OneRank(), seed=7, threads=1), ranked, X, Y, candidates, 3)
+    rng = np.random.default_rng(2)  # a network's lists: distinct labels, -1 where it ran short
+    candidates = np.array([rng.permutation(20)[:12] for _ in range(90)], np.int32)
+    candidates[::7, 8:] = -1
+    monkeypatch.setattr(reranker_training, "shortlists", _shortlists_of)
+    alone = ShortlistReranker(30, 20, shortlist=3, trained_on=12)
+    want = alone.fit_hinge(X, Y, candidates, threads=1, seed=7)
+    ranked, got = reranker_training.reranker_from_memory(_ranked_net(_OneRank(), candidates), X, Y)
+    assert (ranked.shortlist, ranked.trained_on) == (3, 12)
     np.testing.assert_array_equal(ranked.slots, alone.slots)
     np.testing.assert_array_equal(ranked.bias, alone.bias)
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got == pytest.approx([want], rel=1e-6)
+    assert np.any(alone.slots[:, 0] != 0)
 
-    doubled = ShortlistReranker(30, 20, shortlist=6, bits=10)
-    _fit_over_ranks(SimpleNamespace(comm=_TwoEqualRanks(), seed=7, threads=1), doubled, X, Y, candidates, 1)
-    once = ShortlistReranker(30, 20, shortlist=6, bits=10)
-    once.fit(X, Y, candidates, epochs=1, threads=1, seed=7)
-    np.testing.assert_allclose(doubled.bias, 2 * once.bias, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(doubled.slots, 2 * once.slots, rtol=1e-5, atol=1e-6)
+
+def _two_ranks(monkeypatch, X, Y, candidates, rounds):
+    """The re-ranker two ranks (threads) train over `rounds` rounds, the first holding the first
+    half of the points and the second the rest (as a file's byte ranges give them)."""
+    import threading
+
+    from slide.prediction import reranker_training
+
+    monkeypatch.setattr(reranker_training, "shortlists", _shortlists_of)
+    monkeypatch.setattr(reranker_training, "HINGE_ROUNDS", rounds)
+    comm, got, half = _ThreadRanks(), [None, None], X.shape[0] // 2
+
+    def rank(r):
+        share = slice(0, half) if r == 0 else slice(half, None)
+        got[r] = reranker_training.reranker_from_memory(_ranked_net(comm.rank(r), candidates[share]), X[share],
+                                                        Y[share])[0]
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(got[0].slots, got[1].slots)
+    np.testing.assert_array_equal(got[0].bias, got[1].bias)
+    return got[0]
+
+
+def test_rounds_over_two_ranks_converge_to_the_one_process_solution(monkeypatch):
+    """CoCoA+ over two ranks holding different halves of the points: both end with the same
+    re-ranker, and more rounds bring its scores closer to what one process solves over every
+    point; adding the two ranks' changes without CoCoA+'s scaling (adders=1) converges slower."""
+    X, Y = _random_problem(seed=5, n=120)
+    rng = np.random.default_rng(3)
+    candidates = np.array([rng.permutation(20)[:12] for _ in range(120)], np.int32)
+    alone = ShortlistReranker(30, 20, shortlist=3, trained_on=12)
+    alone.fit_hinge(X, Y, candidates, threads=1, seed=7, tolerance=1e-5, max_iterations=5000)
+    rows = np.repeat(np.arange(120), 12)
+    want = alone.scores(X, rows, candidates.ravel())
+
+    def error(reranker):
+        return float(np.abs(reranker.scores(X, rows, candidates.ravel()) - want).max())
+
+    errors = [error(_two_ranks(monkeypatch, X, Y, candidates, rounds)) for rounds in (1, 10, 100)]
+    assert errors[0] > errors[1] > errors[2] and errors[2] < 0.1, errors
+
+    unscaled = ShortlistReranker(30, 20, shortlist=3, trained_on=12)  # the same 10 rounds, adders=1
+    halves = (slice(0, 60), slice(60, 120))
+    duals = [unscaled.new_duals(candidates[h], Y[h]) for h in halves]
+    for _ in range(10):
+        start = (unscaled.slots.copy(), unscaled.bias.copy())
+        changes = []
+        for h, d in zip(halves, duals):
+            unscaled.slots[:], unscaled.bias[:] = start
+            unscaled.fit_hinge(X[h], Y[h], candidates[h], threads=1, seed=7, duals=d)
+            changes.append((unscaled.slots - start[0], unscaled.bias - start[1]))
+        unscaled.slots[:] = start[0] + changes[0][0] + changes[1][0]
+        unscaled.bias[:] = start[1] + changes[0][1] + changes[1][1]
+    assert error(unscaled) > errors[1], (error(unscaled), errors)
+
+
+def test_fit_hinge_keeps_the_duals_it_is_given():
+    """With `duals`, a second call on the same points starts where the first ended: it changes
+    little, where starting the duals again at zero counts every point twice."""
+    X, Y = _random_problem(seed=6, n=80)
+    rng = np.random.default_rng(4)
+    candidates = np.array([rng.permutation(20)[:8] for _ in range(80)], np.int32)
+    kept = ShortlistReranker(30, 20, shortlist=2, trained_on=8)
+    duals = kept.new_duals(candidates, Y)
+    kept.fit_hinge(X, Y, candidates, duals=duals, tolerance=1e-4, max_iterations=500)
+    assert duals.min() >= 0 and np.count_nonzero(duals) > 0
+    once = kept.slots.copy()
+    kept.fit_hinge(X, Y, candidates, duals=duals, tolerance=1e-4, max_iterations=500)
+    forgot = ShortlistReranker(30, 20, shortlist=2, trained_on=8)
+    forgot.fit_hinge(X, Y, candidates, tolerance=1e-4, max_iterations=500)
+    forgot.fit_hinge(X, Y, candidates, tolerance=1e-4, max_iterations=500)
+    assert np.abs(kept.slots - once).max() < 0.01 * np.abs(once).max()
+    assert np.abs(forgot.slots - once).max() > 0.1 * np.abs(once).max()
+    with pytest.raises(ValueError, match="one value per"):
+        kept.fit_hinge(X, Y, candidates, duals=duals[:-1])
+    with pytest.raises(ValueError, match="float32"):
+        kept.fit_hinge(X, Y, candidates, duals=duals.astype(np.float64))
+    negative = duals.copy()
+    negative[3] = -1.0
+    with pytest.raises(ValueError, match=r"alpha\[3\] must be >= 0"):
+        kept.fit_hinge(X, Y, candidates, duals=negative)
+    with pytest.raises(ValueError, match="adders must be at least 1"):
+        kept.fit_hinge(X, Y, candidates, adders=0)

@@ -1,6 +1,7 @@
 """The shortlist re-ranker trained from a shard folder (`slide.datasets.Stream`), as streamed runs
-train it: it equals the re-ranker trained on the same rows in memory in the same order, skips the
-rows held out for validation, and `fit`, `slide train --stream` and model files carry it."""
+train it: from several shards, Adagrad passes equal to passes over the same rows in memory in the
+same order; from one shard, the squared hinge memory solves; either way skipping the rows held out
+for validation; and `fit`, `slide train --stream` and model files carry it."""
 
 import json
 
@@ -13,7 +14,7 @@ from slide._inputs import as_features
 from slide.cli import main
 from slide.datasets import Stream, make_catalogue, write_xc
 from slide.datasets.shards import write_split
-from slide.reranker import ShortlistReranker
+from slide.reranker import HINGE_SHORTLIST_FACTOR, ShortlistReranker
 
 
 def _data(n=500, seed=1):
@@ -49,6 +50,24 @@ def test_streamed_reranker_equals_in_memory_passes_over_the_same_rows(tmp_path, 
     np.testing.assert_array_equal(net.reranker.bias, oracle.bias)
     assert losses == pytest.approx(want, rel=1e-6)
     assert losses[1] < losses[0]
+
+
+@pytest.mark.parametrize("held", [np.array([], np.int64), np.array([0, 69, 250, 499])])
+def test_a_stream_of_one_shard_solves_what_memory_solves(tmp_path, held):
+    d = _data()
+    net = _network()
+    net.fit(d.X, d.Y, epochs=1, progress=False)
+    rows = np.setdiff1d(np.arange(len(d)), held)
+    net.fit_reranker(d.X[rows], d.Y[rows])
+    in_memory = net.reranker
+    stream = Stream(write_split(tmp_path / "s", d, shard_rows=1000).path, seed=3)
+    if held.size:
+        stream.hold_out(held)
+    losses = net.fit_reranker(stream, epochs=2)
+    assert net.reranker.trained_on == in_memory.trained_on == HINGE_SHORTLIST_FACTOR * net.rerank
+    np.testing.assert_array_equal(net.reranker.slots, in_memory.slots)
+    np.testing.assert_array_equal(net.reranker.bias, in_memory.bias)
+    assert len(losses) == 1 and np.all(in_memory.slots[:, 1] == 0)  # no Adagrad sums: the hinge solved it
 
 
 def test_a_shuffled_stream_trains_a_reranker_that_ranks_like_the_in_memory_one(tmp_path):
@@ -105,10 +124,11 @@ def test_slide_train_streamed_writes_a_model_with_its_reranker(tmp_path, capsys)
     out = capsys.readouterr().out
     assert code == 0
     assert "streamed from" in out and "predictions re-rank the network's 5 best labels" in out
-    assert ("after the last epoch: training the re-ranker (Adagrad epochs on each point's 5 best labels by the "
-            "network, found by a scan of its") in out and "with BF16 products where the CPU has AVX-512 BF16" in out
+    # 500 points convert into one shard: the squared hinge on lists of 4 x 5
+    assert ("after the last epoch: training the re-ranker (each label's squared hinge solved on each point's 20 "
+            "best labels by the network, found by a scan of its") in out and "with BF16 products where the CPU has AVX-512 BF16" in out
     final = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()][-1]
     assert final["kind"] == "final" and final["rerank_weight"] in slide.reranker.WEIGHTS
     assert final["fusion_seconds"] > 0
     model = slide.Network.load(tmp_path / "run" / "model.npz")
-    assert model.reranker is not None and model.reranker.shortlist == 5
+    assert model.reranker is not None and model.reranker.shortlist == 5 and model.reranker.trained_on == 20
