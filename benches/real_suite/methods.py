@@ -4,6 +4,9 @@
 - slide-network: the same with --neighbours 0 --rerank 0: the network alone, without the vote or the
                  shortlist re-ranker (what the issue's network-alone target judges; MPI and streamed
                  runs add the re-ranker, not the vote).
+- slide-stream:  the same as slide with --stream (large sets only): what a streamed run predicts, the
+                 network and the re-ranker without the vote (the suite's files convert into one shard
+                 each, beside the file, so the re-ranker is solved as in memory).
 - omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
 - napkinxc:      napkinXC's PLT with its defaults.
 - torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true
@@ -85,6 +88,7 @@ def run_torch_sampled(folder: Path, train, test, threads: int, seed: int, work: 
 METHODS = {
     "slide": run_slide,
     "slide-network": lambda *a: run_slide(*a, extra=("--neighbours", "0", "--rerank", "0")),
+    "slide-stream": lambda *a: run_slide(*a, extra=("--stream",)),
     "omikuji": run_tree("omikuji"),
     "napkinxc": run_tree("napkinxc"),
     "torch-sampled": run_torch_sampled,

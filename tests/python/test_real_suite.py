@@ -169,6 +169,12 @@ def test_above_8192_labels_the_network_alone_is_judged_too():
     assert "P@1 0.710 vs 0.700 (met)" in line and "network alone -0.010 P@1 (met)" in line
     entry["methods"]["slide-network"]["P@1"] = 0.689
     assert "network alone -0.011 P@1 (missed)" in report.verdict("big", entry)
+    entry["methods"]["slide-stream"] = _scores(0.695, 0.38, 12.0)
+    line = report.verdict("big", entry)  # the streamed run is shown beside the target, not judged
+    assert line.endswith("network alone -0.011 P@1 (missed), streamed (no vote) -0.005 P@1")
+    small = _entry(100, _scores(0.70, 0.40, 3.0), {}, _scores(0.70, 0.38, 2.0), _scores(0.69, 0.40, 1.0))
+    small["methods"]["slide-stream"] = _scores(0.5, 0.3, 1.0)
+    assert "streamed" not in report.verdict("tiny", small)
     failed = {"labels": 40_000, "methods": {"slide": {"error": "killed"}, "omikuji": _scores(0.7, 0.4, 1.0)}}
     assert report.verdict("big", failed) is None
     summary = report.render_verdicts({"sets": {"big": entry, "tiny": _entry(
@@ -200,3 +206,12 @@ def test_a_worker_that_fails_gives_the_last_line_of_its_stderr(tmp_path):
 
     result = run_one(tmp_path / "no-such-set", "napkinxc", 1, 0)
     assert set(result) == {"error"} and "no-such-set" in result["error"]
+
+
+def test_the_streamed_run_and_pytorch_run_only_on_sets_above_8192_labels():
+    from benches.real_suite.__main__ import methods_for
+    from benches.real_suite.methods import METHODS
+
+    every = list(METHODS)
+    assert methods_for(8192, every) == ["slide", "slide-network", "omikuji", "napkinxc"]
+    assert set(methods_for(8193, every)) == set(every) and "slide-stream" in every
