@@ -81,8 +81,8 @@ def training_lists(net: Any, in_memory: bool, shards: int = 1) -> tuple[str, int
 
 HINGE, ADAGRAD = "each label's squared hinge solved", "Adagrad epochs"
 # CoCoA+ rounds over MPI ranks. `slide train` on debian-deps over 2 ranks of 1 thread (test P@1 /
-# P@5; the re-ranker's step, the fusion weights' pick included): 1 round 0.684 / 0.352 in 7.6 s,
-# 2 rounds 0.691 / 0.352 in 11.6 s, 3 rounds 0.691 / 0.352 in 13.6 s, 5 rounds 0.692 / 0.353 in
+# P@5; the re-ranker's step, the fusion weights' pick included): each rank's own solution added
+# once, without CoCoA+'s scaling, 0.684 / 0.352 in 7.6 s; 2 rounds 0.691 / 0.352 in 11.6 s, 3 rounds 0.691 / 0.352 in 13.6 s, 5 rounds 0.692 / 0.353 in
 # 17.8 s; the Adagrad epochs the ranks ran before, 0.680 / 0.346 in 6.0 s; one process, every
 # point at once, 0.700 / 0.358. A round's time is its solve (3.2 s, then 2.1 s on warm duals), not
 # adding up the 128 MiB table (0.2-0.3 s).
@@ -100,7 +100,7 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
     seeing its own change as many times over as there are ranks, and all add up the ranks'
     changes, so every rank ends with the same re-ranker. Each round moves the whole table (128 MiB)
     once; one rank solves in one round what one process does."""
-    solver, listed = training_lists(net, in_memory=True)
+    _, listed = training_lists(net, in_memory=True)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim), trained_on=listed)
     candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
     if net.comm is None:
