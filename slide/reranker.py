@@ -52,8 +52,8 @@ HINGE_TOLERANCE = 0.1
 # test split, no vote): debian-deps 0.686 / 0.351 -> 0.692 / 0.357, debian-deps-by-source 0.632 /
 # 0.310 -> 0.635 / 0.314, debian-tags 0.843 / 0.481 -> 0.845 / 0.495, debian-rdeps 0.211 / 0.095
 # -> 0.210 / 0.091 (its weights are picked on 522 points); on debian-deps for 2.7 s more of solving
-# and about 1.5 s more of shortlists. Adagrad's epochs (streams of several shards) gained nothing from wider
-# lists (benches/reranker.py), so they keep `shortlist`.
+# and about 1.5 s more of shortlists. Adagrad's epochs (streams of several shards) gained nothing
+# from wider lists (benches/reranker.py), so they keep `shortlist`.
 HINGE_SHORTLIST_FACTOR = 4
 # The score of a candidate outside the lists the re-ranker trained on (a voted label the network
 # ranks below its top `trained_on`): the squared hinge's target for a negative. Such a label's

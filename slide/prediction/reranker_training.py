@@ -65,6 +65,16 @@ def scored_pairs(candidates: np.ndarray, Y: sp.csr_matrix, rows: np.ndarray) -> 
     return listed + int(outside.sum())
 
 
+HINGE, ADAGRAD = "each label's squared hinge solved", "Adagrad epochs"
+# CoCoA+ rounds over MPI ranks. `slide train` on debian-deps over 2 ranks of 1 thread (test P@1 /
+# P@5; the re-ranker's step, the fusion weights' pick included): each rank's own solution added
+# once, without CoCoA+'s scaling, 0.684 / 0.352 in 7.6 s; 2 rounds 0.691 / 0.352 in 11.6 s; 3
+# rounds 0.691 / 0.352 in 13.6 s; 5 rounds 0.692 / 0.353 in 17.8 s; the Adagrad epochs the ranks
+# ran before, 0.680 / 0.346 in 6.0 s; one process, every point at once, 0.700 / 0.358. A round's
+# time is its solve (3.2 s, then 2.1 s on warm duals), not adding up the 128 MiB table (0.2-0.3 s).
+HINGE_ROUNDS = 2
+
+
 def training_lists(net: Any, in_memory: bool, shards: int = 1) -> tuple[str, int]:
     """(how the re-ranker trains, how many of the network's best labels each training point's list
     holds) for points in memory (`in_memory`) or in a stream of `shards` shards: each label's
@@ -77,16 +87,6 @@ def training_lists(net: Any, in_memory: bool, shards: int = 1) -> tuple[str, int
     if net.comm is not None and net.comm.size > 1:
         return f"{HINGE} in {HINGE_ROUNDS} rounds over the ranks", hinge
     return HINGE, hinge
-
-
-HINGE, ADAGRAD = "each label's squared hinge solved", "Adagrad epochs"
-# CoCoA+ rounds over MPI ranks. `slide train` on debian-deps over 2 ranks of 1 thread (test P@1 /
-# P@5; the re-ranker's step, the fusion weights' pick included): each rank's own solution added
-# once, without CoCoA+'s scaling, 0.684 / 0.352 in 7.6 s; 2 rounds 0.691 / 0.352 in 11.6 s, 3 rounds 0.691 / 0.352 in 13.6 s, 5 rounds 0.692 / 0.353 in
-# 17.8 s; the Adagrad epochs the ranks ran before, 0.680 / 0.346 in 6.0 s; one process, every
-# point at once, 0.700 / 0.358. A round's time is its solve (3.2 s, then 2.1 s on warm duals), not
-# adding up the 128 MiB table (0.2-0.3 s).
-HINGE_ROUNDS = 2
 
 
 def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False
@@ -143,15 +143,11 @@ def reranker_from_stream(net: Any, stream: Stream, epochs: int) -> tuple[Shortli
         raise ValueError(f"the stream holds {stream.num_features:,} features and {stream.num_labels:,} labels; "
                          f"the network takes {net.input_dim:,} and predicts {net.output_dim:,}")
     solver, listed = training_lists(net, in_memory=False, shards=len(stream.folder))
-    if solver == HINGE:
+    if solver == HINGE:  # one shard: every point at hand, as in memory
         (segment,) = stream.segments(0)
         rows = np.sort(segment.order)  # the solver orders each label's points itself
         X = as_features(segment.data.X, net.input_dim)[rows]
-        Y = as_labels(segment.data.Y, net.output_dim, segment.data.X.shape[0])[rows]
-        reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim),
-                                     trained_on=listed)
-        candidates = shortlists(net, X, listed)
-        return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
+        return reranker_from_memory(net, X, as_labels(segment.data.Y, net.output_dim, segment.data.X.shape[0])[rows])
     reranker = ShortlistReranker(net.input_dim, net.output_dim, listed)
     kept: dict[int, np.ndarray] = {}
     losses = []
