@@ -2,11 +2,11 @@
 
 - slide:         `slide train --train F --test F` (no other flag but --threads/--seed/--out/--quiet).
 - slide-network: the same with --neighbours 0 --rerank 0: the network alone, without the vote or the
-                 shortlist re-ranker (what the issue's network-alone target judges; MPI and streamed
-                 runs add the re-ranker, not the vote).
+                 shortlist re-ranker (shown; MPI and streamed runs add the re-ranker, not the vote).
 - slide-stream:  the same as slide with --stream (large sets only): what a streamed run predicts, the
-                 network and the re-ranker without the vote (the suite's files convert into one shard
-                 each, beside the file, so the re-ranker is solved as in memory).
+                 network and the re-ranker without the vote, which the issue's "network alone (no
+                 vote)" target judges (the suite's files convert into one shard each, beside the
+                 file, so the re-ranker is solved as in memory).
 - omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
 - napkinxc:      napkinXC's PLT with its defaults.
 - torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true

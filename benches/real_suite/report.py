@@ -59,8 +59,11 @@ def render_table(report: dict) -> str:
 
 # The targets every accuracy or default change is judged by (issue 29): slide with no flags at least
 # as accurate as the best tree method at P@1 and P@5, in at most TIME_TARGET x its training time;
-# above MANY_LABELS labels, the network alone within NETWORK_GAP P@1 of it.
-TIME_TARGET, NETWORK_GAP = 1.5, 0.01
+# above MANY_LABELS labels, "the network alone (no vote)" within NO_VOTE_GAP P@1 of it, so that
+# streamed and MPI runs, which have no vote, are not the weak ones. That is judged on the streamed
+# run, what a run without the vote predicts: the network and the re-ranker. Until 199d5f1 MPI runs
+# had no re-ranker, so the network without it was judged; it is still shown, not judged.
+TIME_TARGET, NO_VOTE_GAP = 1.5, 0.01
 
 
 def verdict(name: str, entry: dict) -> "str | None":
@@ -77,12 +80,13 @@ def verdict(name: str, entry: dict) -> "str | None":
     parts = [f"P@1 {ours['P@1']:.3f} vs {tree['P@1']:.3f} ({mark(ours['P@1'] >= tree['P@1'])})",
              f"P@5 {ours['P@5']:.3f} vs {tree['P@5']:.3f} ({mark(ours['P@5'] >= tree['P@5'])})",
              f"time {ratio:.1f}x ({mark(ratio <= TIME_TARGET)})"]
-    network, streamed = methods.get("slide-network", {}), methods.get("slide-stream", {})
-    if entry["labels"] > MANY_LABELS and "P@1" in network:
-        gap = round(network["P@1"] - tree["P@1"], 4)  # P@1 is kept to 4 digits
-        parts.append(f"network alone {gap:+.3f} P@1 ({mark(gap >= -NETWORK_GAP)})")
-    if entry["labels"] > MANY_LABELS and "P@1" in streamed:  # shown, not a target of its own
-        parts.append(f"streamed (no vote) {round(streamed['P@1'] - tree['P@1'], 4):+.3f} P@1")
+    if entry["labels"] > MANY_LABELS:
+        gap = lambda run: round(run["P@1"] - tree["P@1"], 4)  # noqa: E731 (P@1 is kept to 4 digits)
+        streamed, network = methods.get("slide-stream", {}), methods.get("slide-network", {})
+        parts.append(f"no vote (streamed) {gap(streamed):+.3f} P@1 ({mark(gap(streamed) >= -NO_VOTE_GAP)})"
+                     if "P@1" in streamed else "no vote (streamed) not run (missed)")
+        if "P@1" in network:  # shown, not a target of its own
+            parts.append(f"network alone (no re-ranker either) {gap(network):+.3f} P@1")
     return f"- {name} against {METHOD_NAMES[best]}: " + ", ".join(parts)
 
 
@@ -90,7 +94,8 @@ def render_verdicts(report: dict) -> str:
     lines = [line for name, entry in report["sets"].items() if (line := verdict(name, entry))]
     met = sum("(missed)" not in line for line in lines)
     head = (f"Targets (slide with no flags >= the best tree method's P@1 and P@5 in <= {TIME_TARGET:g}x its "
-            f"training time; above {MANY_LABELS:,} labels the network alone within {NETWORK_GAP} P@1): "
+            f"training time; above {MANY_LABELS:,} labels a run without the vote, the streamed one, within "
+            f"{NO_VOTE_GAP} P@1): "
             f"every target met on {met} of {len(lines)} sets.")
     return "\n".join([head, "", *lines])
 

@@ -162,24 +162,28 @@ def test_each_set_is_judged_against_the_more_accurate_tree_method():
     assert "time 1.6x (missed)" in report.verdict("tiny", slow)
 
 
-def test_above_8192_labels_the_network_alone_is_judged_too():
-    entry = _entry(40_000, _scores(0.71, 0.40, 10.0), _scores(0.69, 0.37, 10.0), _scores(0.70, 0.37, 10.0),
+def test_above_8192_labels_a_run_without_the_vote_is_judged_too():
+    entry = _entry(40_000, _scores(0.71, 0.40, 10.0), _scores(0.65, 0.33, 8.0), _scores(0.70, 0.37, 10.0),
                    _scores(0.60, 0.30, 5.0))
+    line = report.verdict("big", entry)  # no streamed result: that target is missed, not skipped
+    assert "P@1 0.710 vs 0.700 (met)" in line and "no vote (streamed) not run (missed)" in line
+    entry["methods"]["slide-stream"] = _scores(0.69, 0.38, 12.0)
     line = report.verdict("big", entry)
-    assert "P@1 0.710 vs 0.700 (met)" in line and "network alone -0.010 P@1 (met)" in line
-    entry["methods"]["slide-network"]["P@1"] = 0.689
-    assert "network alone -0.011 P@1 (missed)" in report.verdict("big", entry)
-    entry["methods"]["slide-stream"] = _scores(0.695, 0.38, 12.0)
-    line = report.verdict("big", entry)  # the streamed run is shown beside the target, not judged
-    assert line.endswith("network alone -0.011 P@1 (missed), streamed (no vote) -0.005 P@1")
+    # the network without the re-ranker is shown beside the target, not judged
+    assert line.endswith("no vote (streamed) -0.010 P@1 (met), network alone (no re-ranker either) -0.050 P@1")
+    entry["methods"]["slide-stream"]["P@1"] = 0.689
+    assert "no vote (streamed) -0.011 P@1 (missed)" in report.verdict("big", entry)
     small = _entry(100, _scores(0.70, 0.40, 3.0), {}, _scores(0.70, 0.38, 2.0), _scores(0.69, 0.40, 1.0))
     small["methods"]["slide-stream"] = _scores(0.5, 0.3, 1.0)
-    assert "streamed" not in report.verdict("tiny", small)
+    assert "streamed" not in report.verdict("tiny", small) and "network alone" not in report.verdict("tiny", small)
     failed = {"labels": 40_000, "methods": {"slide": {"error": "killed"}, "omikuji": _scores(0.7, 0.4, 1.0)}}
     assert report.verdict("big", failed) is None
     summary = report.render_verdicts({"sets": {"big": entry, "tiny": _entry(
         100, _scores(0.70, 0.40, 1.0), {}, _scores(0.60, 0.30, 1.0), _scores(0.6, 0.3, 1.0))}})
     assert "every target met on 1 of 2 sets" in summary
+    entry["methods"]["slide-stream"]["P@1"] = 0.695
+    summary = report.render_verdicts({"sets": {"big": entry}})
+    assert "every target met on 1 of 1 sets" in summary and "a run without the vote, the streamed one" in summary
 
 
 def test_rounds_keep_each_methods_run_of_median_training_time():
