@@ -31,6 +31,8 @@ std::vector<std::uint32_t> interleaved(const U& coords, std::size_t x_size) {
 
 void bind_simd(py::module_& m) {
   m.def("simd_level", [] { return std::string(kernels().name); });
+  // Whether matmul="bf16" rounds its products' inputs here (the chosen level multiplies BF16 in hardware).
+  m.def("bf16_matmul_native", [] { return bf16_matmul_native(kernels()); });
   m.def("available_simd_levels", [] {
     std::vector<std::string> out;
     for (SimdLevel l : available_simd_levels()) out.push_back(kernels_for(l)->name);

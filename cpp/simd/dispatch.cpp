@@ -2,6 +2,12 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "simd/kernels.h"
 
 namespace slide {
@@ -13,6 +19,26 @@ bool os_saves(unsigned mask) {
   unsigned eax, edx;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (eax & mask) == mask;
+}
+
+// AMX's tile data is too large for every process's signal frames, so Linux (5.16 on) saves it only
+// for a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM); until then a tile instruction faults.
+// Asked once, on the first check: the permission is the whole process's, and refused by an older
+// kernel or a hypervisor that hides AMX, which then leaves the level out.
+bool amx_permitted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  static const bool permitted = [] {
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tile = edx & (1u << 24), bf16 = edx & (1u << 22);
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    // XCR0 bits 17 (tile configuration) and 18 (tile data): the OS manages the tile state.
+    return tile && bf16 && os_saves(0x60000) && syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return permitted;
+#else
+  return false;
+#endif
 }
 #endif
 
@@ -32,6 +58,8 @@ bool supported(SimdLevel level) {
     case SimdLevel::kAvx512Bf16:
       __builtin_cpu_init();
       return supported(SimdLevel::kAvx512) && __builtin_cpu_supports("avx512bf16");
+    case SimdLevel::kAmxBf16:
+      return supported(SimdLevel::kAvx512Bf16) && amx_permitted();
 #endif
     default:
       return false;
@@ -40,6 +68,7 @@ bool supported(SimdLevel level) {
 
 const Kernels& table(SimdLevel level) {
 #ifdef SLIDE_HAVE_X86
+  if (level == SimdLevel::kAmxBf16) return amx_bf16_kernels();
   if (level == SimdLevel::kAvx512Bf16) return avx512_bf16_kernels();
   if (level == SimdLevel::kAvx512) return avx512_kernels();
   if (level == SimdLevel::kAvx2) return avx2_kernels();
@@ -47,7 +76,7 @@ const Kernels& table(SimdLevel level) {
   return scalar_kernels();
 }
 
-constexpr SimdLevel kBest = SimdLevel::kAvx512Bf16;
+constexpr SimdLevel kBest = SimdLevel::kAmxBf16;
 
 const Kernels& best_at_most(SimdLevel wanted) {
   for (int l = static_cast<int>(wanted); l >= 0; --l)
@@ -76,13 +105,14 @@ const char* simd_level_name(SimdLevel level) {
     case SimdLevel::kAvx2: return "avx2";
     case SimdLevel::kAvx512: return "avx512";
     case SimdLevel::kAvx512Bf16: return "avx512_bf16";
+    case SimdLevel::kAmxBf16: return "amx_bf16";
     default: return "scalar";
   }
 }
 
 std::vector<SimdLevel> built_simd_levels() {
 #ifdef SLIDE_HAVE_X86
-  return {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16};
+  return {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16, SimdLevel::kAmxBf16};
 #else
   return {SimdLevel::kScalar};
 #endif

@@ -1,6 +1,6 @@
 // One dispatch header for the hot kernels (faiss style): each ISA has its own file compiled with
 // its own flags; the level is chosen once at run time from the CPU and the OS, overridable with
-// SLIDE_SIMD=scalar|avx2|avx512|avx512_bf16. Nothing is swapped after the first call.
+// SLIDE_SIMD=scalar|avx2|avx512|avx512_bf16|amx_bf16. Nothing is swapped after the first call.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 namespace slide {
 
-enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
+enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmxBf16 = 4 };
 
 // A bfloat16 value: the top 16 bits of an fp32.
 using bf16 = std::uint16_t;
@@ -72,9 +72,10 @@ struct Kernels {
   // The GEMM above from BF16 inputs with fp32 sums: A (m x k) row-major BF16, B in k-pairs (row p of
   // b holds B[2p][j], B[2p + 1][j] at 2j, 2j + 1: the layout vdpbf16ps multiplies), k even (a
   // caller pads a zero), lda and ldb even, counted in BF16 values. Products of two BF16 values are
-  // exact in fp32, so levels differ only by summation order. Only avx512_bf16 has its own (twice
-  // the multiply-adds of an fp32 FMA per instruction); the others run the scalar code, and the
-  // engine takes this path only where it is native (bf16_matmul_native).
+  // exact in fp32, so levels differ only by summation order. avx512_bf16 has its own (twice the
+  // multiply-adds of an fp32 FMA per instruction) and amx_bf16 its tiles' (kernels_amx_bf16.cpp);
+  // the others run the scalar code, and the engine takes this path only where it is native
+  // (bf16_matmul_native).
   void (*gemm_bf16)(std::size_t m, std::size_t n, std::size_t k, const bf16* a, std::size_t lda, const bf16* b,
                     std::size_t ldb, float* c, std::size_t ldc, bool accumulate);
   // One output row's scores for n samples in a top-k scan: s[b] += bias, then the samples whose
@@ -84,7 +85,7 @@ struct Kernels {
 };
 
 // Whether `k` multiplies BF16 matrices in hardware, so that rounding to BF16 buys speed.
-inline bool bf16_matmul_native(const Kernels& k) { return k.level == SimdLevel::kAvx512Bf16; }
+inline bool bf16_matmul_native(const Kernels& k) { return k.level >= SimdLevel::kAvx512Bf16; }
 
 constexpr std::size_t kInt8Depth = 64;
 constexpr int kInt8SampleMax = 63;
@@ -96,7 +97,7 @@ const Kernels& kernels();                        // the chosen level, fixed for 
 const Kernels* kernels_for(SimdLevel level);     // nullptr when this CPU cannot run it
 std::vector<SimdLevel> available_simd_levels();
 std::vector<SimdLevel> built_simd_levels();          // every level this build has kernels for, scalar first
-const char* simd_level_name(SimdLevel level);       // "scalar", "avx2", "avx512", "avx512_bf16"
+const char* simd_level_name(SimdLevel level);       // "scalar", "avx2", "avx512", "avx512_bf16", "amx_bf16"
 SimdLevel parse_simd_level(const std::string& name);  // throws std::invalid_argument
 
 // Per-ISA tables (defined in kernels_<isa>.cpp).
@@ -105,6 +106,7 @@ const Kernels& scalar_kernels();
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
 const Kernels& avx512_bf16_kernels();
+const Kernels& amx_bf16_kernels();
 #endif
 
 }  // namespace slide

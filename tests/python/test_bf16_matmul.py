@@ -12,8 +12,8 @@ import slide
 from slide import _core
 from slide.datasets import make_train_test
 
-NATIVE = slide.simd_level() == "avx512_bf16"
-needs_native = pytest.mark.skipif(not NATIVE, reason="this CPU has no AVX-512 BF16: matmul='bf16' runs fp32 here")
+NATIVE = _core.bf16_matmul_native()
+needs_native = pytest.mark.skipif(not NATIVE, reason="this CPU has no AVX-512 BF16 or AMX: matmul='bf16' runs fp32 here")
 
 
 def _bf16(w: np.ndarray) -> np.ndarray:

@@ -196,7 +196,10 @@ def _k_pairs(b):
 
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
 @pytest.mark.parametrize("m, n, k", [(1, 1, 2), (5, 15, 16), (6, 32, 128), (7, 33, 130), (13, 129, 64),
-                                     (12, 300, 600), (40, 529, 2), (11, 600, 64), (3, 17, 0)])
+                                     (12, 300, 600), (40, 529, 2), (11, 600, 64), (3, 17, 0),
+                                     # amx_bf16's 32 x 32 blocks of 16 x 16 tiles, 32 deep: whole, and cut
+                                     # by the rows, the columns and the depth each
+                                     (32, 32, 32), (64, 96, 128), (48, 40, 66), (70, 17, 160), (16, 50, 34)])
 def test_gemm_bf16(level, m, n, k):
     """The BF16 GEMM against the scalar code and against float64 on the BF16 values (each product
     is exact, so only the fp32 sums round), fresh and accumulating, with C's spare columns left
