@@ -72,6 +72,7 @@ BLOCKS: dict[str, Block] = {
     "engine_amazon670k": _one("engine_amazon670k.json", engine.engine_amazon670k),
     "ablation_amazon670k": _one("ablation_amazon670k.json", engine.ablation_amazon670k),
     "hashing": _one("hashing.json", engine.hashing),
+    "gemm_levels": _one("gemm_levels.json", engine.gemm_levels),
     "thread_scaling": _one("thread_scaling.json", engine.thread_scaling),
     "openmp_wait": _one("openmp_wait.json", engine.openmp_wait),
     "data_loading": _one("data_loading.json", engine.data_loading),

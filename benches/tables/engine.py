@@ -4,7 +4,7 @@ neighbour search."""
 
 from __future__ import annotations
 
-from .common import gib, integer, percent, ratio, source, table
+from .common import fixed, gib, integer, percent, ratio, source, table
 
 
 def engine_amazon670k(result: dict, name: str = "engine_amazon670k.json") -> str:
@@ -68,6 +68,19 @@ def hashing(result: dict, name: str = "hashing.json") -> str:
     tail = "\n\nEvery level gives the same buckets as scalar." if same else ""
     return source(name, result, extra=extra) + "\n\n" + table(
         ["level", "DWTA vectors/s", "SimHash vectors/s"], rows) + tail
+
+
+def gemm_levels(result: dict, name: str = "gemm_levels.json") -> str:
+    columns = list(dict.fromkeys((r["level"], r["product"]) for r in result["results"]))
+    shapes = list(dict.fromkeys((r["shape"], r["m"], r["n"], r["k"]) for r in result["results"]))
+    cell = {(r["shape"], r["level"], r["product"]): r for r in result["results"]}
+    rows = [[f"{shape} ({m} x {n} x {k})", *(fixed(cell[(shape, lvl, prod)]["gmac_per_second"], 0)
+                                               for lvl, prod in columns)] for shape, m, n, k in shapes]
+    worst = max(r["max_relative_error"] for r in result["results"])
+    extra = (f"one thread, the best of {result['repeats']} calls per cell, in G multiply-adds/s; "
+             f"the largest error against float64 on the same inputs, {worst:.0e} of C's largest value")
+    return source(name, result, threads=False, extra=extra) + "\n\n" + table(
+        ["C = A B (m x n x k)", *(f"{lvl} {prod}" for lvl, prod in columns)], rows)
 
 
 def thread_scaling(result: dict, name: str = "thread_scaling.json") -> str:

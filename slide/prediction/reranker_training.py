@@ -33,7 +33,8 @@ def list_scan(net: Any) -> str:
     """How the training lists are ranked: with the output layer's products as the network trained
     with them. Under matmul="bf16" the scan's products are BF16 too where they are native (exact
     elsewhere): debian-deps' 48,106 lists of 100 over 40,415 labels took 4.4 s exact and 2.7 s so
-    at 2 threads, and hold 99.75% of the exact lists' labels. Prediction stays exact."""
+    at 2 threads on an AVX-512 BF16 host, 2.9 s and 1.3 s (on the tile unit) on an AMX host
+    (benches/gemm_levels.py), and hold 99.75% of the exact lists' labels. Prediction stays exact."""
     return "bf16" if net.matmul == "bf16" else "auto"
 
 
