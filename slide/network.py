@@ -90,8 +90,9 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         matmul: ``"fp32"``, or ``"bf16"``: in the batch and dense modes the output layer's three
             matrix products per batch (logits, the gradient to the hidden layer, the weights'
             gradient) round their inputs to BF16 and sum in fp32, where the CPU has AVX-512 BF16
-            (``vdpbf16ps``: twice an fp32 FMA's multiply-adds); elsewhere they stay fp32, as
-            does everything else (the optimizer, the weights, prediction).
+            (``vdpbf16ps``: twice an fp32 FMA's multiply-adds) or AMX (the tile unit's
+            ``tdpbf16ps``); elsewhere they stay fp32, as does everything else (the optimizer,
+            the weights, prediction).
         neighbours, neighbour_weight: predictions add ``neighbour_weight`` x the vote of the
             ``neighbours`` most similar training points (`remember`; 0: no vote).
         rerank, rerank_weight: `fit` then trains per-label linear classifiers on each training
