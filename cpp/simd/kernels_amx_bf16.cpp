@@ -131,7 +131,7 @@ void block(const Operands& op, std::size_t i, std::size_t j, float* c, std::size
   const std::size_t rows0 = std::min(kRows, op.m - i), rows1 = op.m > i + kRows ? std::min(kRows, op.m - i - kRows) : 0;
   const std::size_t cols0 = std::min(kCols, op.n - j), cols1 = op.n > j + kCols ? std::min(kCols, op.n - j - kCols) : 0;
   float* c00 = c + i * ldc + j;
-  float* c10 = c00 + kRows * ldc;
+  float* c10 = rows1 ? c00 + kRows * ldc : nullptr;  // only where C has those rows
   start_c(0, c00, ldc, rows0, cols0, accumulate, spare);
   if (cols1) start_c(1, c00 + kCols, ldc, rows0, cols1, accumulate, spare);
   if (rows1) start_c(2, c10, ldc, rows1, cols0, accumulate, spare);
