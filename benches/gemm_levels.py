@@ -76,7 +76,7 @@ def main() -> int:
     for shape, (m, n, k) in SHAPES.items():
         for level in levels:
             for bf16 in (False, True):
-                if bf16 and level not in ("avx512_bf16", "amx_bf16"):
+                if bf16 and not _core.bf16_matmul_native(level):
                     continue  # the other levels run the scalar code for BF16 (kernels.h)
                 r = {"shape": shape, "m": m, "n": n, "k": k, "level": level, "product": "bf16" if bf16 else "fp32",
                      **measure(level, m, n, k, args.repeats, bf16)}

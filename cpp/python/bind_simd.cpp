@@ -31,8 +31,11 @@ std::vector<std::uint32_t> interleaved(const U& coords, std::size_t x_size) {
 
 void bind_simd(py::module_& m) {
   m.def("simd_level", [] { return std::string(kernels().name); });
-  // Whether matmul="bf16" rounds its products' inputs here (the chosen level multiplies BF16 in hardware).
-  m.def("bf16_matmul_native", [] { return bf16_matmul_native(kernels()); });
+  // Whether matmul="bf16" rounds its products' inputs at `level` (default: the chosen one), i.e. the
+  // level multiplies BF16 in hardware.
+  m.def("bf16_matmul_native", [](const std::string& level) {
+    return bf16_matmul_native(level.empty() ? kernels() : level_kernels(level));
+  }, py::arg("level") = "");
   m.def("available_simd_levels", [] {
     std::vector<std::string> out;
     for (SimdLevel l : available_simd_levels()) out.push_back(kernels_for(l)->name);

@@ -24,6 +24,17 @@ def test_scalar_and_chosen_level_are_reported():
     assert slide.simd_level() in slide.available_simd_levels()
 
 
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+def test_bf16_matmul_is_native_on_the_bf16_levels_only(level):
+    assert _core.bf16_matmul_native(level) == (level in ("avx512_bf16", "amx_bf16"))
+    assert _core.bf16_matmul_native() == _core.bf16_matmul_native(slide.simd_level())
+
+
+def test_bf16_matmul_native_refuses_an_unknown_level():
+    with pytest.raises(ValueError, match="unknown SIMD level"):
+        _core.bf16_matmul_native("avx9000")
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("n", LENGTHS)
 def test_dot(level, n):
