@@ -30,7 +30,8 @@ from ._core import fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
-# Fusion weights `pick_weights` tries; 0 is the network alone.
+# Fusion weights `pick_weights` tries; 0 adds no vote (beside a re-ranker the neighbours' labels
+# are still among the candidates it scores, slide.prediction.methods.composed).
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 
 

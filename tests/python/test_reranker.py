@@ -326,3 +326,16 @@ def test_fit_hinge_keeps_the_duals_it_is_given():
         kept.fit_hinge(X, Y, candidates, duals=negative)
     with pytest.raises(ValueError, match="adders must be at least 1"):
         kept.fit_hinge(X, Y, candidates, adders=0)
+
+
+def test_at_vote_weight_zero_the_neighbours_labels_stay_among_the_reranked_candidates(tmp_path):
+    """Tuning scores vote weight 0 with the neighbours' labels among the candidates the re-ranker
+    re-scores; prediction at that weight must rank the same candidates, not the network's alone."""
+    from slide.prediction.fused import VotedNetwork
+    net, _, test = reranked(tmp_path, neighbours=5)
+    net.neighbour_weight, net.rerank_weight = 0.0, 8.0
+    tuned, _ = VotedNetwork(net, net.memory, net.neighbours, net.reranker).fusion(test.X, 5, True)
+    without, _ = VotedNetwork(net, None, net.neighbours, net.reranker).fusion(test.X, 5, True)
+    expected, _ = tuned.top(0.0, 5, net.rerank_weight)
+    assert not np.array_equal(expected, without.top(0.0, 5, net.rerank_weight)[0])  # the voted labels matter here
+    assert np.array_equal(net.predict(test.X, k=5)[0], expected)
