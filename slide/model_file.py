@@ -161,8 +161,10 @@ def load_network(cls, path: PathLike, *, threads: Optional[int] = None, comm=Non
     if comm is not None:
         overrides["comm"] = comm
     _check_weights_fit_file(path, header["config"], sharded=comm is not None)
+    # A file from before neighbour_space (its vote's weight was picked in the input space) votes there.
+    config = {"neighbour_space": "input", **header["config"]} if isinstance(header["config"], dict) else header["config"]
     try:
-        net = cls.from_config(header["config"], **overrides)
+        net = cls.from_config(config, **overrides)
     except (TypeError, KeyError, AttributeError, ValueError) as e:  # a value Network refuses, named by it
         raise ModelFileError(f"{path}: the header's model configuration is malformed: {e}") from None
     state = net.weights()

@@ -16,17 +16,21 @@ nearest-neighbour shortlists.
 
 The weight is picked on validation data from WEIGHTS (`pick_weights`): how much the vote should
 count depends on how well the network alone ranks, which differs by orders of magnitude between
-datasets (benches/neighbours.py). The search is exact (cpp/neighbours/neighbour_votes.cpp).
+datasets (benches/neighbours.py). The points are near in the input space (cosine of the features,
+cpp/neighbours/neighbour_votes.cpp), in the network's top hidden layer (cosine of the activations,
+cpp/neighbours/dense_neighbour_votes.cpp) or both, the two votes averaged (the network setting
+`neighbour_space`; docs/how-it-works.md has what each gave on the real suite). Both searches are exact.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Callable, Hashable, Optional
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._core import fused_top_k, neighbour_votes
+from ._core import dense_neighbour_votes, fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
 
@@ -35,8 +39,23 @@ from .metrics import ranking_report
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 
 
+@dataclass(frozen=True)
+class Representation:
+    """A network's top hidden layer as the vote's second space (`NeighbourMemory.votes`): `of(X)`
+    gives its activations for the rows of X, and `version` changes whenever the network has trained
+    since, so that the memory computes its points' activations again only then."""
+    of: Callable[[sp.csr_matrix], np.ndarray]
+    version: Hashable
+
+
+def _unit_dense(H: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(H, axis=1, keepdims=True)
+    return np.ascontiguousarray(H / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+
+
 class NeighbourMemory:
-    """The training points (unit rows) and their labels, searched exactly by cosine similarity."""
+    """The training points (unit rows) and their labels, searched exactly by cosine similarity, in
+    the input space and, given a network's `Representation`, in its top hidden layer."""
 
     def __init__(self, X: sp.csr_matrix, Y: sp.csr_matrix, *, rows_are_unit: bool = False) -> None:
         if X.shape[0] != Y.shape[0]:
@@ -46,24 +65,51 @@ class NeighbourMemory:
         self.labels.sum_duplicates()  # sorted, unique labels per point, as the engine expects
         self.labels.data[:] = 1.0
         self._by_feature = self.points.T.tocsr()
+        self._hidden: Optional[tuple[Hashable, np.ndarray]] = None  # (version, unit rows) of a Representation
 
     def __len__(self) -> int:
         return self.points.shape[0]
 
-    def votes(self, X: sp.csr_matrix, k: int, threads: int = 1) -> sp.csr_matrix:
+    def votes(self, X: sp.csr_matrix, k: int, threads: int = 1, *, space: str = "input",
+              representation: Optional[Representation] = None) -> sp.csr_matrix:
         """(queries, labels) CSR: each label's vote, the similarity of the k nearest training
-        points that carry it, summed, over k. The search is the engine's: a query touches only
-        the points that share a feature with it, on `threads` threads."""
+        points that carry it, summed, over k. `space` says where the points are near (the setting
+        `neighbour_space`): "input" (the cosine of the features; the engine's search touches only
+        the points that share a feature with a query), "hidden" (the cosine of `representation`'s
+        activations, for which X and the points are L2-normalised first; every point is compared)
+        or "both" (the two votes averaged). On `threads` threads."""
+        if space not in ("input", "hidden", "both"):
+            raise ValueError(f"space must be input, hidden or both, got {space!r}")
+        if space != "input" and representation is None:
+            raise ValueError(f"the {space} space needs the network's representation")
         Q = unit_rows(X)
         k = min(int(k), len(self))
         if k == 0 or Q.shape[0] == 0:
             return sp.csr_matrix((Q.shape[0], self.labels.shape[1]), dtype=np.float32)
+        threads = max(1, int(threads))
+        if space == "input":
+            return self._input_votes(Q, k, threads)
+        hidden = self._hidden_votes(Q, k, threads, representation)
+        if space == "hidden":
+            return hidden
+        return ((self._input_votes(Q, k, threads) + hidden) * np.float32(0.5)).tocsr()
+
+    def _input_votes(self, Q: sp.csr_matrix, k: int, threads: int) -> sp.csr_matrix:
         f, lab = self._by_feature, self.labels
         indptr, labels, votes = neighbour_votes(
             Q.indptr.astype(np.int64, copy=False), Q.indices.astype(np.int32, copy=False),
             Q.data.astype(np.float32, copy=False), f.indptr.astype(np.int64, copy=False),
             f.indices.astype(np.int32, copy=False), f.data, lab.indptr.astype(np.int64, copy=False),
-            lab.indices.astype(np.int32, copy=False), Q.shape[1], lab.shape[1], k, max(1, int(threads)))
+            lab.indices.astype(np.int32, copy=False), Q.shape[1], lab.shape[1], k, threads)
+        return sp.csr_matrix((votes, labels, indptr), shape=(Q.shape[0], lab.shape[1]))
+
+    def _hidden_votes(self, Q: sp.csr_matrix, k: int, threads: int, representation: Representation) -> sp.csr_matrix:
+        if self._hidden is None or self._hidden[0] != representation.version:
+            self._hidden = (representation.version, _unit_dense(representation.of(self.points)))
+        lab = self.labels
+        indptr, labels, votes = dense_neighbour_votes(
+            _unit_dense(representation.of(Q)), self._hidden[1], lab.indptr.astype(np.int64, copy=False),
+            lab.indices.astype(np.int32, copy=False), lab.shape[1], k, threads)
         return sp.csr_matrix((votes, labels, indptr), shape=(Q.shape[0], lab.shape[1]))
 
     def extended(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> "NeighbourMemory":

@@ -124,6 +124,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         beta2: float = _D["beta2"], eps: float = _D["eps"], input_norm: str = _D["input_norm"],
         input_dropout: float = _D["input_dropout"], precision: str = _D["precision"], matmul: str = _D["matmul"],
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
+        neighbour_space: str = _D["neighbour_space"],
         rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None,
         seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
@@ -131,7 +132,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         arguments.check_training(optimizer, learning_rate, lr_schedule, lr_warmup, lr_schedule_steps,
                                  (beta1, beta2, eps))
         arguments.check_choices(input_norm, input_dropout, precision, matmul, neighbours, neighbour_weight,
-                                sparse_exchange, seed, rerank, rerank_weight)
+                                sparse_exchange, seed, rerank, rerank_weight, neighbour_space)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
@@ -141,6 +142,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         self.input_norm, self.input_dropout = input_norm, float(input_dropout)
         self.precision, self.matmul = precision, matmul
         self.neighbours, self.neighbour_weight = int(neighbours), float(neighbour_weight)
+        self.neighbour_space = neighbour_space
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
         self.rerank, self.rerank_weight = int(rerank), float(rerank_weight)
         self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`

@@ -157,6 +157,9 @@ NETWORK = _table(
             "(cosine) with the network's logits; 0: the network alone", 0, 1000, flag="--neighbours", default=10),
     Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "
             "with validation data, training picks it from 0 to 1,024", 0, 1e6, flag="--neighbour-weight", default=4.0),
+    Setting("neighbour_space", "str", "where the neighbours are found: input (cosine of the input features), hidden "
+            "(cosine of the network's top hidden layer) or both (the two votes averaged)",
+            choices=("input", "hidden", "both"), flag="--neighbour-space", default="both"),
     Setting("rerank", "int", "N: after the network, per-label linear classifiers over the input features (hashed, "
             "64 MiB) are trained on each point's N best labels (slide.reranker.HINGE_SHORTLIST_FACTOR x N with the "
             "points in memory in one process) and its own, and re-score each prediction's N best (slide.reranker); 0: off", 0, 1000, flag="--rerank",

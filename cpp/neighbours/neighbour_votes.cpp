@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/parallel.h"
+#include "neighbours/vote_rows.h"
 
 namespace slide {
 
@@ -24,14 +25,8 @@ struct Scratch {
   std::vector<std::pair<std::int32_t, float>> cast;
 };
 
-struct Task {
-  std::vector<std::int64_t> row_lengths;
-  std::vector<std::int32_t> labels;
-  std::vector<float> votes;
-};
-
 void vote_for(std::int64_t q, const CsrFloat& queries, const CsrFloat& by_feature, const CsrIds& point_labels,
-              int k, Scratch& s, Task& out) {
+              int k, Scratch& s, VoteRows& out) {
   // Listing a point is branch-free (its id is always written, the count moves only for a first
   // touch), so the list has room for every posting the query visits.
   std::int64_t postings = 0;
@@ -73,20 +68,7 @@ void vote_for(std::int64_t q, const CsrFloat& queries, const CsrFloat& by_featur
     }
   }
   std::sort(s.nearest.begin(), s.nearest.end(), closer);  // a fixed summing order
-  s.cast.clear();
-  for (const auto& [similarity, p] : s.nearest)
-    for (std::int64_t j = point_labels.indptr[p]; j < point_labels.indptr[p + 1]; ++j)
-      s.cast.emplace_back(point_labels.indices[j], similarity);
-  std::stable_sort(s.cast.begin(), s.cast.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const std::size_t before = out.labels.size();
-  for (std::size_t i = 0; i < s.cast.size();) {
-    const std::int32_t label = s.cast[i].first;
-    float total = 0.0f;
-    for (; i < s.cast.size() && s.cast[i].first == label; ++i) total += s.cast[i].second;
-    out.labels.push_back(label);
-    out.votes.push_back(total / static_cast<float>(k));
-  }
-  out.row_lengths.push_back(static_cast<std::int64_t>(out.labels.size() - before));
+  cast_votes(s.nearest, point_labels, k, s.cast, out);
 }
 
 }  // namespace
@@ -100,7 +82,7 @@ NeighbourVotes neighbour_votes(const CsrFloat& queries, const CsrFloat& by_featu
                                                           << " points, the labels " << point_labels.rows);
   const std::int64_t n = queries.rows;
   const std::int64_t tasks = (n + kQueriesPerTask - 1) / kQueriesPerTask;
-  std::vector<Task> done(static_cast<std::size_t>(tasks));
+  std::vector<VoteRows> done(static_cast<std::size_t>(tasks));
   parallel_for(
       threads, tasks, 1, [&] { return Scratch(by_feature.cols); },
       [&](Scratch& s, std::int64_t t) {
@@ -108,19 +90,7 @@ NeighbourVotes neighbour_votes(const CsrFloat& queries, const CsrFloat& by_featu
         for (std::int64_t q = t * kQueriesPerTask; q < end; ++q)
           vote_for(q, queries, by_feature, point_labels, k, s, done[static_cast<std::size_t>(t)]);
       });
-  NeighbourVotes result;
-  result.indptr.reserve(static_cast<std::size_t>(n + 1));
-  result.indptr.push_back(0);
-  std::size_t total = 0;
-  for (const Task& t : done) total += t.labels.size();
-  result.labels.reserve(total);
-  result.votes.reserve(total);
-  for (const Task& t : done) {
-    for (const std::int64_t len : t.row_lengths) result.indptr.push_back(result.indptr.back() + len);
-    result.labels.insert(result.labels.end(), t.labels.begin(), t.labels.end());
-    result.votes.insert(result.votes.end(), t.votes.begin(), t.votes.end());
-  }
-  return result;
+  return join_rows(done, n);
 }
 
 }  // namespace slide

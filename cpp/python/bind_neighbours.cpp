@@ -1,6 +1,7 @@
 // The nearest-neighbour vote (slide.neighbours): NumPy CSR arrays in, checked before the GIL is
 // released, the votes' CSR arrays out.
 #include "common/check.h"
+#include "neighbours/dense_neighbour_votes.h"
 #include "neighbours/neighbour_votes.h"
 #include "prediction/fused_top_k.h"
 #include "python/bindings.h"
@@ -37,6 +38,32 @@ void bind_neighbours(py::module_& m) {
       "(indptr, labels, votes): each query's k nearest remembered points (largest positive dot products "
       "through the feature -> point index f_*, ties to the lower point) vote for their labels l_* with their "
       "similarity, summed per label, over k.");
+  m.def(
+      "dense_neighbour_votes",
+      [](const FloatArray& queries, const FloatArray& points, const IndptrArray& l_indptr, const IndexArray& l_indices,
+         std::int64_t n_labels, int k, int threads) {
+        SLIDE_REQUIRE(k >= 1, "k must be at least 1, got " << k);
+        SLIDE_REQUIRE(threads >= 1, "threads must be at least 1, got " << threads);
+        SLIDE_REQUIRE(points.ndim() == 2 && points.shape(1) >= 1, "points must be a (points, width) float32 matrix");
+        SLIDE_REQUIRE(queries.ndim() == 2 && queries.shape(1) == points.shape(1),
+                      "queries must be a (queries, " << points.shape(1) << ") float32 matrix, as wide as the points");
+        const CsrIds labels = labels_view(l_indptr, l_indices, n_labels, nullptr);
+        SLIDE_REQUIRE(labels.rows == points.shape(0),
+                      "the labels have " << labels.rows << " rows for " << points.shape(0) << " points");
+        NeighbourVotes v;
+        {
+          py::gil_scoped_release release;
+          v = dense_neighbour_votes(queries.data(), queries.shape(0), points.data(), points.shape(0), points.shape(1),
+                                    labels, k, threads);
+        }
+        return py::make_tuple(to_numpy(std::move(v.indptr)), to_numpy(std::move(v.labels)),
+                              to_numpy(std::move(v.votes)));
+      },
+      py::arg("queries"), py::arg("points"), py::arg("l_indptr"), py::arg("l_indices"), py::arg("n_labels"),
+      py::arg("k"), py::arg("threads"),
+      "(indptr, labels, votes): each query row's k nearest point rows (largest positive dot products over "
+      "every point, ties to the lower point) vote for their labels l_* with their similarity, summed per "
+      "label, over k.");
   m.def(
       "fused_top_k",
       [](const IndptrArray& starts, const IndptrArray& counts, const IndexArray& ids, const FloatArray& logits,

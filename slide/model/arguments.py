@@ -78,8 +78,8 @@ def check_training(optimizer: str, learning_rate: Any, lr_schedule: Any, lr_warm
 
 
 def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: str, neighbours: Any,
-                  neighbour_weight: Any, sparse_exchange: str, seed: Any, rerank: Any = 0,
-                  rerank_weight: Any = 1.0) -> None:
+                  neighbour_weight: Any, sparse_exchange: str, seed: Any, rerank: Any, rerank_weight: Any,
+                  neighbour_space: str) -> None:
     """The input transform, precision, matrix products, vote, re-ranker, MPI exchange and seed."""
     NETWORK["input_norm"].check(input_norm, "input_norm")
     if not (finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
@@ -88,6 +88,7 @@ def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: s
     NETWORK["matmul"].check(matmul, "matmul")
     NETWORK["neighbours"].check(neighbours, "neighbours")
     NETWORK["neighbour_weight"].check(neighbour_weight, "neighbour_weight")
+    NETWORK["neighbour_space"].check(neighbour_space, "neighbour_space")
     NETWORK["rerank"].check(rerank, "rerank")
     NETWORK["rerank_weight"].check(rerank_weight, "rerank_weight")
     check_int("seed", seed, 0, MAX_SEED)

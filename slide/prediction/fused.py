@@ -58,7 +58,8 @@ class VotedNetwork:
             ids, logits, log_normalizer = net.ranks.top_k(net, X, ranked, True, normaliser=True)
         else:  # ranking needs no normaliser, and LSH inference has no exact one
             (ids, logits), log_normalizer = net.ranks.top_k(net, X, ranked, dense), None
-        votes = self.memory.votes(X, self.neighbours, threads) if self.memory is not None else \
+        votes = self.memory.votes(X, self.neighbours, threads, space=net.neighbour_space,
+                                  representation=net.representation) if self.memory is not None else \
             sp.csr_matrix((X.shape[0], self.net.output_dim), dtype=np.float32)
         rerank_of = None if reranker is None else _rerank_within(reranker, X, ids[:, :reranker.trained_on], threads)
         return Fusion(ids[:, :k], logits[:, :k], votes, self._logits_of(X) if votes.nnz else None,

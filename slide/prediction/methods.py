@@ -13,7 +13,7 @@ from ..datasets.stream import Stream
 from ..early_stopping import check_monitor
 from ..model.checks import check_int, check_scoring
 from ..model.guard import one_call_at_a_time
-from ..neighbours import WEIGHTS, NeighbourMemory
+from ..neighbours import WEIGHTS, NeighbourMemory, Representation
 from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 from .fused import VotedNetwork
 from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, training_lists
@@ -142,6 +142,13 @@ class FusedPrediction:
                  f"{epochs} {solver}" if solver == ADAGRAD else solver, points, listed, self.reranker.shortlist,
                  time.perf_counter() - t0, losses)
         return losses
+
+    @property
+    def representation(self: Any) -> Representation:
+        """The top hidden layer as the vote's hidden space (``neighbour_space``): what `transform`
+        gives, keyed by the optimizer's step count, so the memory recomputes its points' activations
+        only after training has moved the network."""
+        return Representation(self.transform, self._core.counters()["step"])
 
     def _can_vote(self: Any) -> bool:
         return bool(self.neighbours) and self.memory is not None and self.comm is None

@@ -10,8 +10,9 @@ import scipy.sparse as sp
 import slide
 from slide._inputs import as_features
 from slide.datasets import make_catalogue
-from slide.datasets.synthetic import split_at
-from slide.model_file import ModelFileError
+from slide.datasets.synthetic import split_at, unit_rows
+from slide.model_file import ModelFileError, read_arrays, read_header, write_model
+from slide._core import dense_neighbour_votes
 from slide.neighbours import WEIGHTS, NeighbourMemory
 
 
@@ -41,10 +42,34 @@ def brute_votes(train_X, train_Y, X, k):
     return V
 
 
+def _unit(A):
+    A = np.asarray(A, np.float64)
+    return A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-30)
+
+
+def brute_hidden_votes(net, train_X, train_Y, X, k):
+    """The vote in the network's top hidden layer: the cosine of the activations of unit rows."""
+    A, B = _unit(net.transform(unit_rows(train_X))), _unit(net.transform(unit_rows(X)))
+    S = B @ A.T
+    V = np.zeros((X.shape[0], train_Y.shape[1]))
+    for i in range(X.shape[0]):
+        near = np.argsort(-S[i], kind="stable")[:k]
+        V[i] = np.maximum(S[i, near], 0) @ train_Y[near].toarray() / k
+    return V
+
+
+def brute_space_votes(net, X):
+    """The vote of `net`'s memory in its neighbour_space."""
+    m, k = net.memory, min(net.neighbours, len(net.memory))
+    inputs = brute_votes(m.points, m.labels, X, k)
+    hidden = brute_hidden_votes(net, m.points, m.labels, X, k)
+    return {"input": inputs, "hidden": hidden, "both": (inputs + hidden) / 2}[net.neighbour_space]
+
+
 def brute_fused(net, X):
     W = net.weights()
     logits = net.transform(X) @ W["layers.0.weight"].T + W["layers.0.bias"]
-    return logits + net.neighbour_weight * brute_votes(net.memory.points, net.memory.labels, X, net.neighbours)
+    return logits + net.neighbour_weight * brute_space_votes(net, X)
 
 
 def test_votes_equal_brute_force(problem):
@@ -111,6 +136,72 @@ def test_votes_with_k_above_the_memory_use_every_point(problem):
     memory = NeighbourMemory(train.X[:3], train.Y[:3])
     np.testing.assert_allclose(memory.votes(test.X[:4], 10).toarray(),
                                brute_votes(train.X[:3], train.Y[:3], test.X[:4], 3), atol=1e-5)
+
+
+@pytest.mark.parametrize("space", ["hidden", "both"])
+def test_votes_in_the_hidden_space_equal_brute_force(problem, trained, space):
+    train, test = problem
+    net, _ = trained
+    memory = NeighbourMemory(train.X, train.Y)
+    assert test.X.shape[0] > 128  # more queries than the engine's search takes at once
+    inputs = brute_votes(train.X, train.Y, test.X, 10)
+    for k in (1, 5, 10):
+        got = memory.votes(test.X, k, space=space, representation=net.representation).toarray()
+        hidden = brute_hidden_votes(net, train.X, train.Y, test.X, k)
+        want = hidden if space == "hidden" else (brute_votes(train.X, train.Y, test.X, k) + hidden) / 2
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    assert not np.allclose(hidden, inputs, atol=1e-3)  # the two spaces vote differently here
+
+
+def test_the_hidden_space_search_is_the_same_on_any_number_of_threads(problem, trained):
+    train, test = problem
+    net, _ = trained
+    memory = NeighbourMemory(train.X, train.Y)
+    one = memory.votes(test.X, 10, threads=1, space="hidden", representation=net.representation)
+    three = memory.votes(test.X, 10, threads=3, space="hidden", representation=net.representation)
+    assert (one != three).nnz == 0
+
+
+def test_the_points_activations_are_computed_again_once_the_network_trains(problem):
+    train, test = problem
+    net = slide.Network(600, 800, hidden=16, threads=1, seed=0)
+    net.partial_fit(train.X[:600], train.Y[:600])
+    memory = NeighbourMemory(train.X, train.Y)
+    before = memory.votes(test.X, 5, space="hidden", representation=net.representation).toarray()
+    net.partial_fit(train.X[600:], train.Y[600:])
+    after = memory.votes(test.X, 5, space="hidden", representation=net.representation).toarray()
+    np.testing.assert_allclose(after, brute_hidden_votes(net, train.X, train.Y, test.X, 5), atol=1e-5)
+    assert not np.allclose(after, before, atol=1e-4)
+
+
+def test_the_hidden_space_needs_a_representation(problem):
+    train, test = problem
+    memory = NeighbourMemory(train.X, train.Y)
+    with pytest.raises(ValueError, match="needs the network's representation"):
+        memory.votes(test.X, 3, space="hidden")
+    with pytest.raises(ValueError, match="space must be"):
+        memory.votes(test.X, 3, space="output")
+
+
+def test_the_dense_search_refuses_arrays_that_do_not_fit():
+    points, queries = np.eye(2, 3, dtype=np.float32), np.ones((1, 3), np.float32)
+    l_indptr, l_indices = np.array([0, 1, 2], np.int64), np.array([0, 1], np.int32)
+
+    def call(**change):
+        a = dict(queries=queries, points=points, l_indptr=l_indptr, l_indices=l_indices, n_labels=2, k=1, threads=1)
+        a.update(change)
+        return dense_neighbour_votes(**a)
+    indptr, labels, votes = call()
+    assert list(indptr) == [0, 1] and list(labels) == [0] and votes[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="as wide as the points"):
+        call(queries=np.ones((1, 2), np.float32))
+    with pytest.raises(ValueError, match="3 rows for 2 points"):
+        call(l_indptr=np.array([0, 1, 2, 2], np.int64))
+    with pytest.raises(ValueError, match="label 1"):
+        call(n_labels=1)
+    with pytest.raises(ValueError, match="k must be"):
+        call(k=0)
+    assert list(call(queries=-np.ones((1, 3), np.float32))[0]) == [0, 0]  # no positive similarity: no vote
 
 
 def test_fit_remembers_the_points_it_trained_on_and_picks_the_weight_on_validation(problem, trained):
@@ -182,6 +273,17 @@ def test_save_and_load_keep_the_memory_and_the_weight(problem, trained, tmp_path
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_model_file_from_before_neighbour_space_votes_in_the_input_space(trained, tmp_path):
+    net, _ = trained
+    assert net.neighbour_space == "both"
+    net.save(tmp_path / "m.npz")
+    header, arrays = read_header(tmp_path / "m.npz"), read_arrays(tmp_path / "m.npz")
+    header.pop("checksums")
+    del header["config"]["neighbour_space"]
+    write_model(tmp_path / "old.npz", header, arrays)
+    assert slide.Network.load(tmp_path / "old.npz").neighbour_space == "input"
+
+
 def test_a_damaged_memory_is_refused(problem, trained, tmp_path):
     net, _ = trained
     net.save(tmp_path / "m.npz")
@@ -207,7 +309,8 @@ def test_tune_without_memory_is_a_clear_error(problem):
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(neighbours=-1), "neighbours"), (dict(neighbours=2.5), "neighbours"),
-    (dict(neighbour_weight=-1.0), "neighbour_weight"), (dict(neighbour_weight=float("nan")), "neighbour_weight")])
+    (dict(neighbour_weight=-1.0), "neighbour_weight"), (dict(neighbour_weight=float("nan")), "neighbour_weight"),
+    (dict(neighbour_space="output"), "neighbour_space")])
 def test_settings_are_validated(kwargs, match):
     with pytest.raises(ValueError, match=match):
         slide.Network(10, 10, **kwargs)
