@@ -88,6 +88,7 @@ def restore(net: Any, saved: dict[str, np.ndarray], tables: bool = True) -> None
     state = net.weights()
     for name, values in saved.items():
         state[name][...] = values
+    net.parameter_writes += 1  # the same step, other weights: what is derived from them is stale
     net._core.sync_low_precision()
     if tables:
         net._core.rebuild_tables()

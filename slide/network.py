@@ -153,6 +153,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         self.ranks = strategy_for(comm, self.mode, self.neighbours, self.rerank)
         self.output_shard = (0, self.output_dim) if self.comm is None else self.ranks.output_shard(self.output_dim)
         self.interrupted = False
+        self.parameter_writes = 0  # parameters put back in place (slide.early_stopping.restore), not trained
         self._busy, self._busy_with = threading.RLock(), None
         self._make_engine()
 

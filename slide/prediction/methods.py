@@ -146,9 +146,10 @@ class FusedPrediction:
     @property
     def representation(self: Any) -> Representation:
         """The top hidden layer as the vote's hidden space (``neighbour_space``): what `transform`
-        gives, keyed by the optimizer's step count, so the memory recomputes its points' activations
-        only after training has moved the network."""
-        return Representation(self.transform, self._core.counters()["step"])
+        gives, keyed by the optimizer's step count and the parameters put back since (a best epoch,
+        an epoch mean), so the memory recomputes its points' activations only once the weights have
+        changed. Weights written by hand through `weights()` need `remember` again."""
+        return Representation(self.transform, (self._core.counters()["step"], self.parameter_writes))
 
     def _can_vote(self: Any) -> bool:
         return bool(self.neighbours) and self.memory is not None and self.comm is None

@@ -174,6 +174,21 @@ def test_the_points_activations_are_computed_again_once_the_network_trains(probl
     assert not np.allclose(after, before, atol=1e-4)
 
 
+def test_the_points_activations_follow_parameters_put_back_without_training(problem):
+    from slide.early_stopping import restore, snapshot
+    train, test = problem
+    net = slide.Network(600, 800, hidden=16, threads=1, seed=0)
+    net.partial_fit(train.X[:600], train.Y[:600])
+    early = snapshot(net)
+    net.partial_fit(train.X[600:], train.Y[600:])
+    memory = NeighbourMemory(train.X, train.Y)
+    late = memory.votes(test.X, 5, space="hidden", representation=net.representation).toarray()
+    restore(net, early)  # as a best epoch or an epoch mean is put back: no step taken
+    back = memory.votes(test.X, 5, space="hidden", representation=net.representation).toarray()
+    np.testing.assert_allclose(back, brute_hidden_votes(net, train.X, train.Y, test.X, 5), atol=1e-5)
+    assert not np.allclose(back, late, atol=1e-4)
+
+
 def test_the_hidden_space_needs_a_representation(problem):
     train, test = problem
     memory = NeighbourMemory(train.X, train.Y)
