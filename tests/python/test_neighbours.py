@@ -29,33 +29,28 @@ def trained(problem):
     return net, history
 
 
-def brute_votes(train_X, train_Y, X, k):
-    A = train_X.toarray().astype(np.float64)
-    B = X.toarray().astype(np.float64)
-    A /= np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-30)
-    B /= np.maximum(np.linalg.norm(B, axis=1, keepdims=True), 1e-30)
-    S = B @ A.T
-    V = np.zeros((X.shape[0], train_Y.shape[1]))
-    for i in range(X.shape[0]):
-        near = np.argsort(-S[i], kind="stable")[:k]
-        V[i] = np.maximum(S[i, near], 0) @ train_Y[near].toarray() / k
-    return V
-
-
 def _unit(A):
     A = np.asarray(A, np.float64)
     return A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-30)
 
 
-def brute_hidden_votes(net, train_X, train_Y, X, k):
-    """The vote in the network's top hidden layer: the cosine of the activations of unit rows."""
-    A, B = _unit(net.transform(unit_rows(train_X))), _unit(net.transform(unit_rows(X)))
-    S = B @ A.T
-    V = np.zeros((X.shape[0], train_Y.shape[1]))
-    for i in range(X.shape[0]):
+def _brute_nearest_votes(points, queries, train_Y, k):
+    """Each query's k most cosine-similar points (ties to the lower point) vote with their similarity."""
+    S = _unit(queries) @ _unit(points).T
+    V = np.zeros((queries.shape[0], train_Y.shape[1]))
+    for i in range(queries.shape[0]):
         near = np.argsort(-S[i], kind="stable")[:k]
         V[i] = np.maximum(S[i, near], 0) @ train_Y[near].toarray() / k
     return V
+
+
+def brute_votes(train_X, train_Y, X, k):
+    return _brute_nearest_votes(train_X.toarray(), X.toarray(), train_Y, k)
+
+
+def brute_hidden_votes(net, train_X, train_Y, X, k):
+    """The vote in the network's top hidden layer: the cosine of the activations of unit rows."""
+    return _brute_nearest_votes(net.transform(unit_rows(train_X)), net.transform(unit_rows(X)), train_Y, k)
 
 
 def brute_space_votes(net, X):
