@@ -95,6 +95,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
             the weights, prediction).
         neighbours, neighbour_weight: predictions add ``neighbour_weight`` x the vote of the
             ``neighbours`` most similar training points (`remember`; 0: no vote).
+        neighbour_space: where those points are similar: "input" (cosine of the features),
+            "hidden" (cosine of the top hidden layer, `transform`) or "both" (the votes averaged).
         rerank, rerank_weight: `fit` then trains per-label linear classifiers on each training
             point's ``rerank`` best labels (four times as many with the points in memory), and
             predictions add ``rerank_weight`` x their score on the network's ``rerank`` best and
