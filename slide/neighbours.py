@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from ._core import dense_neighbour_votes, fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
 from .metrics import ranking_report
+from .settings import NETWORK
 
 # Fusion weights `pick_weights` tries; 0 adds no vote (beside a re-ranker the neighbours' labels
 # are still among the candidates it scores, slide.prediction.methods.composed).
@@ -78,8 +79,8 @@ class NeighbourMemory:
         the points that share a feature with a query), "hidden" (the cosine of `representation`'s
         activations, for which X and the points are L2-normalised first; every point is compared)
         or "both" (the two votes averaged). On `threads` threads."""
-        if space not in ("input", "hidden", "both"):
-            raise ValueError(f"space must be input, hidden or both, got {space!r}")
+        if space not in NETWORK["neighbour_space"].choices:
+            raise ValueError(f"space must be one of {', '.join(NETWORK['neighbour_space'].choices)}, got {space!r}")
         if space != "input" and representation is None:
             raise ValueError(f"the {space} space needs the network's representation")
         Q = unit_rows(X)

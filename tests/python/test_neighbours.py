@@ -189,7 +189,7 @@ def test_the_hidden_space_needs_a_representation(problem):
     memory = NeighbourMemory(train.X, train.Y)
     with pytest.raises(ValueError, match="needs the network's representation"):
         memory.votes(test.X, 3, space="hidden")
-    with pytest.raises(ValueError, match="space must be"):
+    with pytest.raises(ValueError, match="space must be one of input, hidden, both"):
         memory.votes(test.X, 3, space="output")
 
 
