@@ -9,12 +9,12 @@ Writes benches/results/generated_store.json.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
 from .environment import describe
+from .result_file import write_result
 
 RESULT = Path(__file__).resolve().parent / "results" / "generated_store.json"
 
@@ -39,9 +39,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in Path(root).rglob("*") if f.is_file())
     result = {"benchmark": "generated_store", "dataset": name, "train": a.train, "test": a.test,
               "seconds": times, "bytes": size, "environment": describe(1)}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "environment"}, indent=2))
+    write_result(a.out, result)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Writes benches/results/hidden_neighbour_search.json.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .environment import describe
+from .result_file import write_result
 
 RESULT = Path(__file__).resolve().parent / "results" / "hidden_neighbour_search.json"
 AMAZON_TRAIN, AMAZON_TEST, AMAZON_LABELS = 490_449, 153_025, 670_091
@@ -86,9 +86,7 @@ def main() -> None:
               "test_points": a.test_points, "test_set_seconds": round(median * a.test_points / a.queries, 1),
               "checked_queries": CHECKED_QUERIES, "max_vote_difference": gap,
               "environment": describe(a.threads)}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "environment"}, indent=2))
+    write_result(a.out, result)
 
 
 if __name__ == "__main__":

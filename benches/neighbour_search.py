@@ -10,7 +10,6 @@ Writes benches/results/neighbour_search.json.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .environment import describe
+from .result_file import write_result
 
 RESULT = Path(__file__).resolve().parent / "results" / "neighbour_search.json"
 
@@ -74,9 +74,7 @@ def main() -> None:
               "postings_per_query": round(float(postings)), "rounds": rounds,
               "median_speedup": float(np.median([r["speedup"] for r in rounds])),
               "environment": describe(a.threads)}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "environment"}, indent=2))
+    write_result(a.out, result)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from .environment import describe
+from .result_file import write_result
 
 RESULT = Path(__file__).resolve().parent / "results" / "run_overhead.json"
 
@@ -64,9 +65,7 @@ def main() -> None:
         "final": {k: final[k] for k in ("P@1", "P@3", "P@5")},
         "environment": describe(a.threads),
     }
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "environment"}, indent=2))
+    write_result(a.out, result)
 
 
 if __name__ == "__main__":
