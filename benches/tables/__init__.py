@@ -79,6 +79,7 @@ BLOCKS: dict[str, Block] = {
     "exact_scan": _one("exact_scan.json", engine.exact_scan),
     "sparse_adam": _one("sparse_adam.json", engine.sparse_adam),
     "neighbour_search": _one("neighbour_search.json", engine.neighbour_search),
+    "hidden_neighbour_search": _one("hidden_neighbour_search.json", engine.hidden_neighbour_search),
     # around training
     "run_overhead": _one("run_overhead.json", runs.run_overhead),
     "generated_store": _one("generated_store.json", runs.generated_store),

@@ -163,3 +163,13 @@ def neighbour_search(result: dict, name: str = "neighbour_search.json") -> str:
                                          "largest vote difference"],
                    lambda r: [f"{r['engine_seconds']:.3f}", f"{r['scipy_seconds']:.3f}", ratio(r["speedup"]),
                               f"{r['max_vote_difference']:g}"])
+
+
+def hidden_neighbour_search(result: dict, name: str = "hidden_neighbour_search.json") -> str:
+    extra = (f"{result['queries']:,} queries against {result['points']:,} points at hidden {result['hidden']}, "
+             f"k={result['k']}, {result['labels']:,} labels; votes of {result['checked_queries']} queries against a "
+             f"brute force: largest difference {result['max_vote_difference']:g}")
+    rows = [[i + 1, f"{s:.3f}"] for i, s in enumerate(result["rounds_seconds"])]
+    summary = table(["median s", "GFLOP/s (fp32)", f"scaled to {result['test_points']:,} test points"],
+                    [[f"{result['median_seconds']:.3f}", f"{result['gflops']:g}", f"{result['test_set_seconds']:g} s"]])
+    return source(name, result, extra=extra) + "\n\n" + table(["round", "s"], rows) + "\n\n" + summary
