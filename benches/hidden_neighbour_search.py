@@ -25,7 +25,7 @@ AMAZON_TRAIN, AMAZON_TEST, AMAZON_LABELS = 490_449, 153_025, 670_091
 CHECKED_QUERIES = 50
 
 
-def unit_rows(rng: np.random.Generator, n: int, width: int) -> np.ndarray:
+def random_unit_rows(rng: np.random.Generator, n: int, width: int) -> np.ndarray:
     rows = rng.standard_normal((n, width), dtype=np.float32)
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
@@ -57,7 +57,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=RESULT)
     a = p.parse_args()
     rng = np.random.default_rng(0)
-    points, queries = unit_rows(rng, a.points, a.hidden), unit_rows(rng, a.queries, a.hidden)
+    points, queries = random_unit_rows(rng, a.points, a.hidden), random_unit_rows(rng, a.queries, a.hidden)
     per_point = rng.integers(1, 10, a.points)  # Amazon-670K's points carry about 5 labels
     indptr = np.concatenate([[0], np.cumsum(per_point)]).astype(np.int64)
     labels = sp.csr_matrix((np.ones(indptr[-1], np.float32), rng.integers(0, a.labels, indptr[-1]).astype(np.int32),
