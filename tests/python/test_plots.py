@@ -9,20 +9,35 @@ import pytest
 from slide.plots import interrupts_deferred, plot_progress
 
 
+@pytest.fixture
+def interrupt_handlers():
+    """SIGINT and SIGTERM both raising KeyboardInterrupt, as in `slide train` (whatever the process
+    started with: a job started in the background with `&` ignores SIGINT), put back afterwards."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, signal.default_int_handler)
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupt_inside_the_block_is_raised_when_it_ends(sig):
+def test_an_interrupt_inside_the_block_is_raised_when_it_ends(sig, interrupt_handlers):
     reached_end = False
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # as slide train's handler does: KeyboardInterrupt
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with interrupts_deferred():
-                os.kill(os.getpid(), sig)
-                reached_end = True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), sig)
+            reached_end = True
     assert reached_end
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are back
+    for handled in (signal.SIGINT, signal.SIGTERM):  # the handlers are back
+        assert signal.getsignal(handled) is signal.default_int_handler
+
+
+def test_an_interrupt_the_process_ignores_stays_ignored(interrupt_handlers):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
 def test_no_interrupt_means_nothing_raised_and_handlers_restored():
