@@ -188,7 +188,7 @@ class RunLoop:
         t0 = time.perf_counter()
         validation_report = self._validate()
         validation_seconds = time.perf_counter() - t0
-        line = f"epoch {pos.epoch}: {pos.samples:,} samples in {pos.wall_seconds:,.1f}s " \
+        line = f"epoch {pos.epoch}: {pos.samples:,} samples in {_duration(pos.wall_seconds)} " \
                f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s)"
         if self._within_budget():
             record = self._evaluate("epoch", self.eval_split, validation_report, validation_seconds)
@@ -198,7 +198,7 @@ class RunLoop:
             record = {"kind": "epoch", "epoch": pos.epoch, "samples": pos.samples,
                       "wall_seconds": round(pos.wall_seconds, 3), **(validation_report or {})}
             append_metrics(self.run_dir, record)
-            line += (f", no test score (evaluation has had {pos.eval_seconds:,.0f}s, over its budget of "
+            line += (f", no test score (evaluation has had {_duration(pos.eval_seconds)}, over its budget of "
                      f"{s.eval_budget:.0%} of training time)")
         if self.validation is not None:
             line += f", validation {s.monitor} {record['val_' + s.monitor]:.4f}"
@@ -255,6 +255,12 @@ class RunLoop:
         if self.pos.wall_seconds >= PLOT_AFTER_SECONDS:
             self._plot()
         return final
+
+
+def _duration(seconds: float) -> str:
+    """'6 ms', '2.5 s', '1,234.5 s': a small run's epochs and evaluations take milliseconds, which
+    whole seconds or tenths print as '0s' (an evaluation budget spent on nothing, it seemed)."""
+    return f"{seconds * 1000:,.0f} ms" if seconds < 1 else f"{seconds:,.1f} s"
 
 
 def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:

@@ -1,5 +1,7 @@
 """The run loop: an interrupt at any point leaves a checkpoint from which the run resumes exactly."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -45,7 +47,7 @@ def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_pat
         np.testing.assert_array_equal(resumed.weights()[name], w, err_msg=name)
 
 
-def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_path):
+def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_path, capsys):
     net, train, test, settings = _setup()
     settings.eval_budget, settings.epochs = 0.0, 3
     final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
@@ -56,6 +58,9 @@ def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_
     assert kinds.count("epoch") == 3 and kinds[-1] == "final" and "P@1" in records[-1]
     assert final["evaluations"] == 1 and final["eval_seconds"] > 0 and final["train_seconds"] > 0
     assert final["checkpoint_seconds"] > 0 and final["model_seconds"] > 0
+    # Each epoch without a test score says what evaluation has spent, in units that show it.
+    spent = re.findall(r"evaluation has had ([\d,.]+) (ms|s), over its budget", capsys.readouterr().out)
+    assert len(spent) == 3 and all(float(value.replace(",", "")) > 0 for value, _ in spent)
 
 
 def test_checkpoints_follow_the_interval_and_the_end_of_the_run_not_every_epoch(tmp_path):
