@@ -9,6 +9,12 @@ import time
 from typing import Optional, TextIO
 
 
+def duration(seconds: float) -> str:
+    """'6 ms', '2.5 s', '1,234.5 s': a small run's epochs and evaluations take milliseconds, which
+    whole seconds or tenths print as '0s' (an evaluation budget spent on nothing, it seemed)."""
+    return f"{seconds * 1000:,.0f} ms" if seconds < 1 else f"{seconds:,.1f} s"
+
+
 class LineProgress:
     """The part of tqdm's interface training uses (update, set_postfix, close), as whole lines."""
 
@@ -38,7 +44,7 @@ class LineProgress:
         seconds = time.perf_counter() - self.start
         extra = "".join(f", {k} {v}" for k, v in self.postfix.items() if k != "samples_s")
         self.stream.write(f"{self.desc}: {100 * min(self.done, self.total) / self.total:3.0f}% "
-                          f"({self.done:,}/{self.total:,} samples, {seconds:,.1f}s, "
+                          f"({self.done:,}/{self.total:,} samples, {duration(seconds)}, "
                           f"{self.done / max(seconds, 1e-9):,.0f} samples/s{extra})\n")
         self.stream.flush()
 

@@ -21,6 +21,7 @@ from ..epoch_average import NO_AVERAGING, first_averaged_epoch
 from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
 from ..plots import plot_progress
+from ..progress import duration
 from ..prediction.reranker_training import list_scan, training_lists
 from ..training.loop import TrainingLoop
 from ..training.position import Position
@@ -188,7 +189,7 @@ class RunLoop:
         t0 = time.perf_counter()
         validation_report = self._validate()
         validation_seconds = time.perf_counter() - t0
-        line = f"epoch {pos.epoch}: {pos.samples:,} samples in {_duration(pos.wall_seconds)} " \
+        line = f"epoch {pos.epoch}: {pos.samples:,} samples in {duration(pos.wall_seconds)} " \
                f"({pos.samples / max(pos.wall_seconds, 1e-9):,.0f} samples/s)"
         if self._within_budget():
             record = self._evaluate("epoch", self.eval_split, validation_report, validation_seconds)
@@ -198,7 +199,7 @@ class RunLoop:
             record = {"kind": "epoch", "epoch": pos.epoch, "samples": pos.samples,
                       "wall_seconds": round(pos.wall_seconds, 3), **(validation_report or {})}
             append_metrics(self.run_dir, record)
-            line += (f", no test score (evaluation has had {_duration(pos.eval_seconds)}, over its budget of "
+            line += (f", no test score (evaluation has had {duration(pos.eval_seconds)}, over its budget of "
                      f"{s.eval_budget:.0%} of training time)")
         if self.validation is not None:
             line += f", validation {s.monitor} {record['val_' + s.monitor]:.4f}"
@@ -255,12 +256,6 @@ class RunLoop:
         if self.pos.wall_seconds >= PLOT_AFTER_SECONDS:
             self._plot()
         return final
-
-
-def _duration(seconds: float) -> str:
-    """'6 ms', '2.5 s', '1,234.5 s': a small run's epochs and evaluations take milliseconds, which
-    whole seconds or tenths print as '0s' (an evaluation budget spent on nothing, it seemed)."""
-    return f"{seconds * 1000:,.0f} ms" if seconds < 1 else f"{seconds:,.1f} s"
 
 
 def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:

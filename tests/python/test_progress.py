@@ -3,7 +3,7 @@
 import io
 import re
 
-from slide.progress import LineProgress, progress_bar
+from slide.progress import LineProgress, duration, progress_bar
 
 from .test_cli import run
 
@@ -26,6 +26,14 @@ def test_a_file_gets_one_line_per_tenth_and_no_carriage_returns():
     assert "\r" not in text and 9 <= len(lines) <= 11
     assert re.match(r"epoch 1/5:  1[01]% \(", lines[0]) and lines[-1].startswith("epoch 1/5: 100% (18,")
     assert "loss 3.9, active 900)" in lines[-1] and "samples_s" not in text
+
+
+def test_durations_below_a_second_are_shown_in_milliseconds():
+    assert [duration(s) for s in (0.0042, 0.999, 2.46, 1234.5)] == ["4 ms", "999 ms", "2.5 s", "1,234.5 s"]
+    out = io.StringIO()
+    bar = progress_bar(1_000, "epoch 1/1", True, stream=out)
+    bar.update(500)
+    assert re.search(r"\(500/1,000 samples, \d+ ms, ", out.getvalue())  # not "0.0s"
 
 
 def test_a_terminal_gets_a_bar_and_disabled_gets_nothing():
