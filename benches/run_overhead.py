@@ -13,12 +13,13 @@ which); run once before to measure a returning user's run.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from slide.runs import CHECKPOINT, MODEL, read_metrics
 
 from .environment import describe
 from .result_file import write_result
@@ -45,8 +46,8 @@ def main() -> None:
         wall = time.perf_counter() - t0
         if r.returncode != 0:
             sys.exit(f"slide train failed ({r.returncode}):\n{r.stderr}")
-        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        sizes = {name: (run_dir / name).stat().st_size for name in ("checkpoint.npz", "model.npz")}
+        records = read_metrics(run_dir)
+        sizes = {name: (run_dir / name).stat().st_size for name in (CHECKPOINT, MODEL)}
     final = records[-1]
     train = final["train_seconds"]
     data_line = next(line for line in r.stdout.splitlines() if line.startswith("data:"))
