@@ -44,3 +44,43 @@ def test_psp_by_hand_and_ideal_is_one():
     assert psp_at_k(top, Y, inv, 2) == pytest.approx((1.0 + 2.0) / (4.0 + 1.0 + 2.0))
     assert psp_at_k(np.array([[2, 0], [1, 3]]), Y, inv, 2) == pytest.approx(1.0)
     assert set(xc_report(top, Y, inv, ks=(1,))) == {"P@1", "nDCG@1", "PSP@1"}
+
+
+def _dense_oracle(top, Y, k):
+    """P@k and nDCG@k by a loop over a dense copy of Y: what the sorted search must agree with."""
+    dense = Y.toarray()
+    discounts = 1 / np.log2(np.arange(2, k + 2))
+    p, n = [], []
+    for i, ids in enumerate(top[:, :k]):
+        hits = np.array([j >= 0 and dense[i, j] != 0 for j in ids], float)
+        p.append(hits.sum() / k)
+        ideal = discounts[:min(np.diff(Y.indptr)[i], k)].sum()
+        n.append((hits * discounts[:len(hits)]).sum() / ideal if ideal > 0 else 0.0)
+    return np.mean(p), np.mean(n)
+
+
+def test_metrics_match_a_dense_oracle_with_padding_and_stored_zeros():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, labels, k = int(rng.integers(1, 30)), int(rng.integers(1, 25)), int(rng.integers(1, 7))
+        stored = int(rng.integers(0, 3 * n + 1))
+        values = rng.choice([1.0, 1.0, 0.0], stored)  # explicit zeros are not labels
+        Y = sp.csr_matrix((values, (rng.integers(0, n, stored), rng.integers(0, labels, stored))), shape=(n, labels))
+        top = rng.integers(-1, labels, (n, k))  # -1: no prediction at that rank
+        report = ranking_report(top, Y, ks=(1, 3, 5))
+        for depth in (1, 3, 5):
+            p, g = _dense_oracle(top, Y, depth)
+            assert precision_at_k(top, Y, depth) == pytest.approx(p) == pytest.approx(report[f"P@{depth}"])
+            assert ndcg_at_k(top, Y, depth) == pytest.approx(g) == pytest.approx(report[f"nDCG@{depth}"])
+
+
+def test_rankings_with_no_label_at_all_score_zero():
+    # scipy's element indexing of no pairs returned a sparse matrix, which the old lookup could not compare
+    Y = sp.csr_matrix(np.array([[0.0, 0.0, 1.0]]))
+    assert ranking_report(np.array([[-1, -1]]), Y, ks=(1, 2)) == {"P@1": 0.0, "P@2": 0.0, "nDCG@1": 0.0, "nDCG@2": 0.0}
+    assert precision_at_k(np.array([[2, -1]]), Y, 2) == 0.5
+
+
+def test_more_rankings_than_label_rows_is_refused():
+    with pytest.raises(ValueError, match="2 samples ranked, but the labels hold only 1 rows"):
+        precision_at_k(np.array([[0], [1]]), sp.csr_matrix(np.ones((1, 3))), 1)
