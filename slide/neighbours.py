@@ -189,6 +189,10 @@ class Fusion:
         self._counts = np.bincount(self.rows, minlength=n).astype(np.int64)
         self._starts = np.cumsum(self._counts) - self._counts
 
+    def rescore(self, rerank_of: LogitsOf) -> None:
+        """The re-ranker's scores of every candidate again, from another re-ranker."""
+        self.rerank = rerank_of(self.rows, self.ids).astype(np.float32)
+
     def _boost(self, weight: float, rerank_weight: float) -> np.ndarray:
         return np.float32(weight) * self.vote + np.float32(rerank_weight) * self.rerank
 

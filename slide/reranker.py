@@ -27,6 +27,8 @@ slide.shape_defaults says where it is on).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -43,6 +45,26 @@ WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 # P@5, but on one network per set and the same training lists took Delicious' test P@1 from 0.678
 # to 0.664 and Corel5k's from 0.434 to 0.418 (weights picked on 5% held out).
 HINGE_C = 1.0
+# With held-out points (one process, points in memory) `Network.fit_fusion` also solves at one
+# other C and keeps whichever fuses best there (HINGE_C unless the other does strictly better): a
+# smaller C where the training lists hold many points per label, a larger one where they hold few,
+# since the loss sums over a label's points. Fixed per set, by script at 06a6c5f (test P@1 / P@5,
+# means of 3 seeds, 8 on debian-tags; against C = 1): debian-tags (3,500 points a label) at 0.25
+# 0.852 / 0.501 against 0.847 / 0.501, at 2 0.843; debian-rdeps (45) at 4 0.216 / 0.101 against
+# 0.214 / 0.100, at 0.5 0.211; debian-deps (120) 0.703 / 0.366 at 0.5 and 0.7015 / 0.3645 at 2
+# against 0.704 / 0.366. Picked on held-out points from 0.25, 1 and 4, debian-tags took 0.25,
+# debian-rdeps 4, debian-deps and debian-deps-by-source 1, Delicious and Corel5k (1,100-1,300)
+# mostly 0.25; lower values (0.125, 0.0625) were never picked on debian-tags. One alternative, not
+# both, because each solve costs as much as the first (Corel5k's fusion step would take longer than
+# omikuji's whole training).
+HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
+MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
+
+
+def hinge_c_alternative(points_per_label: float) -> float:
+    """The C compared with HINGE_C for training lists holding this many points per label (mean
+    over the labels that have any)."""
+    return HINGE_C_MANY_POINTS if points_per_label >= MANY_POINTS_PER_LABEL else HINGE_C_FEW_POINTS
 HINGE_ITERATIONS = 20
 HINGE_TOLERANCE = 0.1
 # The squared hinge trains on each point's top HINGE_SHORTLIST_FACTOR x `shortlist` labels, while
@@ -83,6 +105,9 @@ class ShortlistReranker:
         # so that a training step misses the cache once; only the weights are saved.
         self.slots = np.zeros((1 << bits, 2), np.float32)
         self.bias = np.zeros((self.n_labels, 2), np.float32)
+        # The squared hinge's C the weights were last solved at (`fit_hinge`); None for Adagrad's
+        # or a file's weights (model files do not keep it: prediction does not need it).
+        self.hinge_c: "float | None" = None
 
     def fit(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, *, epochs: int = EPOCHS,
             lr: float = LEARNING_RATE, threads: int = 1, seed: int = 0) -> list[float]:
@@ -94,7 +119,8 @@ class ShortlistReranker:
 
     def fit_hinge(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, *, c: float = HINGE_C,
                   max_iterations: int = HINGE_ITERATIONS, tolerance: float = HINGE_TOLERANCE, threads: int = 1,
-                  seed: int = 0, duals: "np.ndarray | None" = None, adders: int = 1) -> float:
+                  seed: int = 0, duals: "np.ndarray | None" = None, adders: int = 1,
+                  points: "LabelPoints | None" = None) -> float:
         """Train each label on its points (the rows whose shortlist, `candidates` and Y, holds it):
         the L2-regularised squared hinge, solved to `tolerance` by dual coordinate descent
         (cpp/rerank/dual_cd_hinge.h), starting from the weights as they are. Returns the mean
@@ -104,15 +130,25 @@ class ShortlistReranker:
         between calls that solve the same points again, read as the start and written back;
         without it every pair starts at zero, which is right only for points the weights have not
         met. `adders`: how many solvers' changes, each from its own points and the same weights,
-        are added together afterwards (MPI ranks)."""
+        are added together afterwards (MPI ranks). `points`: `LabelPoints.of(candidates, Y)`
+        when the caller solves the same lists more than once (at several C), else computed here."""
+        if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not (c > 0 and np.isfinite(c)):
+            raise ValueError(f"c must be a positive number, got {c!r}")
         X = unit_rows(X)
-        label_indptr, rows, positive = label_points(candidates, Y, self.n_labels)
+        points = LabelPoints.of(candidates, Y, self.n_labels) if points is None else points
+        if points.indptr.size != self.n_labels + 1:
+            raise ValueError(f"points hold {points.indptr.size - 1} labels' points, expected {self.n_labels}")
+        if points.rows.size and not 0 <= points.rows.min() <= points.rows.max() < X.shape[0]:
+            raise ValueError(f"points name rows outside X's {X.shape[0]}")
+        label_indptr, rows, positive = points.indptr, points.rows, points.positive
         if duals is not None and (duals.dtype != np.float32 or duals.shape != rows.shape):
             raise ValueError(f"duals must be float32 with one value per (row, label) pair ({rows.size}), "
                              f"got {duals.dtype} {duals.shape}")
-        return reranker_dual_cd(X.indptr, X.indices, X.data, self.n_features, label_indptr, rows, positive,
+        loss = reranker_dual_cd(X.indptr, X.indices, X.data, self.n_features, label_indptr, rows, positive,
                                 self.slots, self.bias, float(c), int(max_iterations), float(tolerance),
                                 int(seed), max(1, int(threads)), duals, float(adders))
+        self.hinge_c = float(c)
+        return loss
 
     def new_duals(self, candidates: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
         """Zeroed dual variables for `fit_hinge` on these lists and labels: one per (row, label) pair."""
@@ -163,6 +199,24 @@ class ShortlistReranker:
         out = cls(n_features, n_labels, int(shortlist[0]), bits=size.bit_length() - 1, trained_on=int(trained_on[0]))
         out.slots[:, 0], out.bias[:, 0] = weights, bias
         return out
+
+
+class LabelPoints(NamedTuple):
+    """Each label's training points: the rows whose shortlist (their row of candidates, -1 for
+    none, and their labels in Y) holds it, in row order (`indptr` [labels + 1], `rows`), with 1
+    in `positive` where the row has the label (cpp/rerank/label_points.h)."""
+    indptr: np.ndarray
+    rows: np.ndarray
+    positive: np.ndarray
+
+    @classmethod
+    def of(cls, candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> "LabelPoints":
+        return cls(*label_points(candidates, Y, n_labels))
+
+    def per_label(self) -> float:
+        """Points per label, the mean over the labels that have any."""
+        having = int(np.count_nonzero(np.diff(self.indptr)))
+        return self.rows.size / having if having else 0.0
 
 
 def label_points(candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

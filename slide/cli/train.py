@@ -114,7 +114,7 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
               f"{final['neighbour_weight']:g}{picked}", flush=True)
     if final.get("rerank_weight") is not None:
         print(f"predictions re-rank the network's {net.rerank} best labels with per-label linear classifiers, "
-              f"weight {final['rerank_weight']:g}{picked}", flush=True)
+              f"weight {final['rerank_weight']:g}{_c_of(final)}{picked}", flush=True)
     if final.get("best_epoch") is not None:
         what = f"epoch {final['best_epoch']}" if final.get("averaged_from") is None else \
             f"the mean of epochs {final['averaged_from']} to {final['best_epoch']}"
@@ -180,6 +180,11 @@ def _started(args: argparse.Namespace, hold: contextlib.ExitStack):
     cfg["data_files"] = [fingerprint(p) for p in source.files]
     runs.write_config(run_dir, cfg)
     return cfg, run_dir, source, net, None
+
+
+def _c_of(final: dict) -> str:
+    """The squared hinge's C the re-ranker was solved at, where the run recorded it."""
+    return "" if final.get("rerank_c") is None else f", C {final['rerank_c']:g}"
 
 
 def _time_report(final: dict) -> str:

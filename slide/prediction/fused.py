@@ -4,7 +4,7 @@ training points (the vote, `slide.neighbours`) and per-label linear classifiers 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,22 +15,30 @@ from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 _CHUNK = 1 << 16  # rows of logits computed at once for the voted labels
 
 
-def _rerank_within(reranker: ShortlistReranker, X: sp.csr_matrix, known: np.ndarray, threads: int):
-    """(rows, labels) -> the re-ranker's scores of those pairs where `known` (each row's network top
-    `trained_on`, -1 for none) holds the label, OUTSIDE_SCORE elsewhere (slide.reranker)."""
-    known_rows = np.repeat(np.arange(known.shape[0]), known.shape[1])
-    listed = known.ravel() >= 0
-    known_keys = np.sort(pair_keys(known_rows[listed], known.ravel()[listed]))
+class KnownPairs:
+    """The (row of X, label) pairs a re-ranker trained on lists like: each row's network top
+    `trained_on` (`known`, -1 for none). `scorer(reranker)` scores pairs by it."""
 
-    def rerank_of(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        keys = pair_keys(rows, labels)
-        # np.isin hashes both sides: 1.1 s on debian-deps' test set, this 0.1 s
-        at = np.minimum(np.searchsorted(known_keys, keys), max(known_keys.size - 1, 0))
-        inside = known_keys[at] == keys if known_keys.size else np.zeros(keys.size, bool)
-        out = np.full(rows.size, OUTSIDE_SCORE, np.float32)
-        out[inside] = reranker.scores(X, rows[inside], labels[inside], threads)
-        return out
-    return rerank_of
+    def __init__(self, X: sp.csr_matrix, known: np.ndarray, threads: int) -> None:
+        known_rows = np.repeat(np.arange(known.shape[0]), known.shape[1])
+        listed = known.ravel() >= 0
+        self.X, self.threads = X, threads
+        self.keys = np.sort(pair_keys(known_rows[listed], known.ravel()[listed]))
+
+    def scorer(self, reranker: ShortlistReranker):
+        """(rows, labels) -> the re-ranker's scores of those pairs where they are known,
+        OUTSIDE_SCORE elsewhere (slide.reranker)."""
+        known_keys = self.keys
+
+        def rerank_of(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
+            keys = pair_keys(rows, labels)
+            # np.isin hashes both sides: 1.1 s on debian-deps' test set, this 0.1 s
+            at = np.minimum(np.searchsorted(known_keys, keys), max(known_keys.size - 1, 0))
+            inside = known_keys[at] == keys if known_keys.size else np.zeros(keys.size, bool)
+            out = np.full(rows.size, OUTSIDE_SCORE, np.float32)
+            out[inside] = reranker.scores(self.X, rows[inside], labels[inside], self.threads)
+            return out
+        return rerank_of
 
 
 class VotedNetwork:
@@ -47,6 +55,12 @@ class VotedNetwork:
         the re-ranker's scores for X, ready to rank at any weights; and, with `normaliser` (dense
         only), the network's log-normaliser per sample, which only probabilities need: it costs an
         exp per output and sample, more than the scores."""
+        fusion, log_normalizer, _ = self._fusion(X, k, dense, normaliser)
+        return fusion, log_normalizer
+
+    def _fusion(self, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
+                ) -> tuple[Fusion, Optional[np.ndarray], Optional[KnownPairs]]:
+        """`fusion`'s, and the pairs the re-ranker knows (None without one)."""
         net, threads, reranker = self.net, self.net.threads, self.reranker
         if reranker is not None:
             k = min(max(k, reranker.shortlist), net.output_dim)
@@ -61,9 +75,9 @@ class VotedNetwork:
         votes = self.memory.votes(X, self.neighbours, threads, space=net.neighbour_space,
                                   representation=net.representation) if self.memory is not None else \
             sp.csr_matrix((X.shape[0], self.net.output_dim), dtype=np.float32)
-        rerank_of = None if reranker is None else _rerank_within(reranker, X, ids[:, :reranker.trained_on], threads)
+        known = None if reranker is None else KnownPairs(X, ids[:, :reranker.trained_on], threads)
         return Fusion(ids[:, :k], logits[:, :k], votes, self._logits_of(X) if votes.nnz else None,
-                      rerank_of), log_normalizer
+                      None if known is None else known.scorer(reranker)), log_normalizer, known
 
     def _logits_of(self, X: sp.csr_matrix):
         """(rows, labels) -> the network's logits of those pairs."""
@@ -95,10 +109,23 @@ class VotedNetwork:
         return ids, np.exp(scores - norm[:, None]).astype(np.float32)
 
     def best_weights(self, X: sp.csr_matrix, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, dense: bool,
-                     weights: tuple[float, ...], rerank_weights: tuple[float, ...]
-                     ) -> tuple[tuple[float, float], dict[tuple[float, float], float]]:
-        """The (vote weight, re-ranker weight) pair with the best `monitor` on X, Y, and every pair's score."""
-        fusion, _ = self.fusion(X, max(ks), dense)
+                     weights: tuple[float, ...], rerank_weights: tuple[float, ...],
+                     rerankers: Iterable[ShortlistReranker] = ()
+                     ) -> tuple[Optional[ShortlistReranker], tuple[float, float], dict[tuple[float, float], float]]:
+        """(the re-ranker, the (vote weight, re-ranker weight) pair) with the best `monitor` on X,
+        Y, and that re-ranker's every pair's score. `rerankers`, alternatives to this one trained
+        on the same lists (another C), are each scored on the same candidates as they come and
+        kept only while best; this one stays unless one does strictly better."""
+        fusion, _, known = self._fusion(X, max(ks), dense)
         # Under MPI each rank scores its own rows; every rank picks from the means over all of them.
         over_ranks = lambda report: self.net.ranks.mean(report, X.shape[0])  # noqa: E731
-        return pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks)
+        best = (self.reranker, *pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks))
+        for reranker in rerankers:
+            if known is None or (reranker.shortlist, reranker.trained_on) != (self.reranker.shortlist,
+                                                                            self.reranker.trained_on):
+                raise ValueError("the re-rankers compared must re-score the same lists as the network's own")
+            fusion.rescore(known.scorer(reranker))
+            pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks)
+            if scores[pair] > best[2][best[1]]:
+                best = (reranker, pair, scores)
+        return best

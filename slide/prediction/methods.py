@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from .._inputs import LabelsLike, as_features, as_labels
 from ..datasets.stream import Stream
@@ -16,7 +16,7 @@ from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory, Representation
 from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 from .fused import VotedNetwork
-from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, training_lists
+from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, rerankers_over_c, training_lists
 
 log = logging.getLogger("slide")
 
@@ -83,11 +83,31 @@ class FusedPrediction:
             self.memory = None
         elif self.neighbours:
             self.remember(X, Y)
+        tunes = validation is not None and monitor != "loss"
+        if self.rerank and tunes and not streamed and self.comm is None:
+            return self._fit_reranker_and_weights(X, Y, validation, monitor, mode, progress)
         if self.rerank:
             self.fit_reranker(X, Y, progress=progress)
-        if validation is None or monitor == "loss" or (self.memory is None and self.reranker is None):
+        if not tunes or (self.memory is None and self.reranker is None):
             return None
         return self.tune_fusion_weights(*validation, monitor=monitor, mode=mode)
+
+    @one_call_at_a_time
+    def _fit_reranker_and_weights(self: Any, X, Y: LabelsLike, validation: tuple, monitor: Optional[str], mode: str,
+                                  progress: bool) -> dict[tuple[float, float], float]:
+        """`fit_reranker` at `slide.reranker.HINGE_C` and at the C the training lists call for
+        (`rerankers_over_c`), and the fusion weights with each, on the validation pair: keeps the
+        re-ranker and weights that score best there (HINGE_C's unless the other's is strictly
+        better)."""
+        t0 = time.perf_counter()
+        X = as_features(X, self.input_dim)
+        solved = rerankers_over_c(self, X, as_labels(Y, self.output_dim, X.shape[0]), progress)
+        self.reranker = next(solved)
+        scores = _tune(self, *validation, monitor, mode, WEIGHTS if self._can_vote() else (0.0,), RERANK_WEIGHTS,
+                       self.memory if self._can_vote() else None, rerankers=solved)
+        log.info("re-ranker: C %g picked on the validation points, %.1fs for the re-rankers and weights",
+                 self.reranker.hinge_c, time.perf_counter() - t0)
+        return scores
 
     def remember(self: Any, X, Y: LabelsLike) -> Any:
         """Keep X, Y as the training points whose labels vote in predictions (replacing any kept
@@ -182,7 +202,8 @@ class FusedPrediction:
 
 
 def _tune(net: Any, X, Y: LabelsLike, monitor: Optional[str], mode: str, weights: tuple, rerank_weights: tuple,
-          memory: Optional[NeighbourMemory]) -> dict[tuple[float, float], float]:
+          memory: Optional[NeighbourMemory], rerankers: Iterable[ShortlistReranker] = ()
+          ) -> dict[tuple[float, float], float]:
     ks = net._ranks(None)
     monitor = fusion_monitor(ks) if monitor is None else monitor
     check_monitor(monitor, ks)
@@ -192,8 +213,8 @@ def _tune(net: Any, X, Y: LabelsLike, monitor: Optional[str], mode: str, weights
     X = as_features(X, net.input_dim)
     Yc = as_labels(Y, net.output_dim, X.shape[0])
     composed = VotedNetwork(net, memory, net.neighbours, net.reranker)
-    (weight, rerank_weight), scores = composed.best_weights(X, Yc, ks, monitor, mode == "dense", weights,
-                                                            rerank_weights)
+    net.reranker, (weight, rerank_weight), scores = composed.best_weights(X, Yc, ks, monitor, mode == "dense", weights,
+                                                                          rerank_weights, rerankers)
     if memory is not None:
         net.neighbour_weight = weight
     if net.reranker is not None:

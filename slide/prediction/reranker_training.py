@@ -14,7 +14,9 @@ features), because the network does not change while the re-ranker trains."""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import time
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +24,9 @@ import scipy.sparse as sp
 from .._inputs import as_features, as_labels
 from ..datasets.stream import Stream
 from ..progress import progress_bar
-from ..reranker import HINGE_SHORTLIST_FACTOR, ShortlistReranker
+from ..reranker import HINGE_C, HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_c_alternative
+
+log = logging.getLogger("slide")
 
 # Pieces the training shortlists are scanned in under a progress display: each is one call that
 # fingerprints the output layer (0.1 s at 670,091 x 128), so few, but enough to show movement.
@@ -90,11 +94,15 @@ def training_lists(net: Any, in_memory: bool, shards: int = 1) -> tuple[str, int
     return HINGE, hinge
 
 
-def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False
+def _new_reranker(net: Any, listed: int) -> ShortlistReranker:
+    return ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim), trained_on=listed)
+
+
+def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False, c: float = HINGE_C
                          ) -> tuple[ShortlistReranker, list[float]]:
-    """Each label's squared hinge over its points (the rows whose top HINGE_SHORTLIST_FACTOR x
-    `rerank` labels or own labels hold it), solved by dual coordinate descent
-    (`ShortlistReranker.fit_hinge`), returning its mean loss.
+    """Each label's squared hinge (at `c`) over its points (the rows whose top
+    HINGE_SHORTLIST_FACTOR x `rerank` labels or own labels hold it), solved by dual coordinate
+    descent (`ShortlistReranker.fit_hinge`), returning its mean loss.
 
     Under MPI (X, Y: this rank's share), HINGE_ROUNDS rounds of CoCoA+ (Ma et al. 2015): in each,
     every rank solves its own points' dual variables (kept between rounds) from the same weights,
@@ -102,21 +110,48 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
     changes, so every rank ends with the same re-ranker. Each round moves the whole table (128 MiB)
     once; one rank solves in one round what one process does."""
     _, listed = training_lists(net, in_memory=True)
-    reranker = ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim), trained_on=listed)
+    reranker = _new_reranker(net, listed)
     candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
     if net.comm is None:
-        return reranker, [reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed)]
+        return reranker, [reranker.fit_hinge(X, Y, candidates, c=c, threads=net.threads, seed=net.seed)]
     ranks = int(net.comm.size)
     duals = reranker.new_duals(candidates, Y)
     pairs = duals.size
     losses = []
     for _ in range(1 if ranks == 1 else HINGE_ROUNDS):
         start = (reranker.slots.copy(), reranker.bias.copy())
-        loss = reranker.fit_hinge(X, Y, candidates, threads=net.threads, seed=net.seed, duals=duals, adders=ranks)
+        loss = reranker.fit_hinge(X, Y, candidates, c=c, threads=net.threads, seed=net.seed, duals=duals,
+                                  adders=ranks)
         for trained, before in zip((reranker.slots, reranker.bias), start):
             add_every_ranks_changes(net.comm, trained, before)
         losses.append(net.comm.total(loss * pairs) / max(net.comm.total(pairs), 1.0))
     return reranker, losses
+
+
+def rerankers_over_c(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False
+                     ) -> Iterator[ShortlistReranker]:
+    """The re-rankers `fit_fusion` compares on held-out points: at HINGE_C, then at the other C
+    the training lists call for (`slide.reranker.hinge_c_alternative`), each solved as
+    `reranker_from_memory` solves it in one process, on lists scanned once, and only when asked
+    for: whoever compares them keeps the better, and no more than two are held at once (128 MiB
+    each at BITS 24)."""
+    if net.comm is not None:
+        raise ValueError("the re-ranker's C is compared in one process; under MPI it is solved at one C")
+    _, listed = training_lists(net, in_memory=True)
+    candidates = shortlists(net, X, listed, progress)
+    points = LabelPoints.of(candidates, Y, net.output_dim)
+    for c in (HINGE_C, hinge_c_alternative(points.per_label())):
+        yield _solved(net, listed, X, Y, candidates, points, c)
+
+
+def _solved(net: Any, listed: int, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
+            points: LabelPoints, c: float) -> ShortlistReranker:
+    t0 = time.perf_counter()
+    reranker = _new_reranker(net, listed)
+    loss = reranker.fit_hinge(X, Y, candidates, c=c, threads=net.threads, seed=net.seed, points=points)
+    log.info("re-ranker: each label's squared hinge at C %g on %.0f points a label solved in %.1fs, loss %.4f", c,
+             points.per_label(), time.perf_counter() - t0, loss)
+    return reranker
 
 
 def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) -> None:

@@ -234,6 +234,8 @@ class RunLoop:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:
             extra["rerank_weight"] = net.rerank_weight
+        if net.reranker is not None and net.reranker.hinge_c is not None:
+            extra["rerank_c"] = net.reranker.hinge_c
 
     def _finish(self, memory: "Split | Stream | None") -> dict:
         """The final model (the best epoch's, with the vote's memory), its test report and model.npz."""
