@@ -11,10 +11,10 @@ from typing import Any, Iterable, Optional
 from .._inputs import LabelsLike, as_features, as_labels
 from ..datasets.stream import Stream
 from ..early_stopping import check_monitor
-from ..model.checks import check_int, check_scoring
+from ..model.checks import check_int, check_scoring, finite_number
 from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory, Representation
-from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
+from ..reranker import EPOCHS, HINGE_C, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
 from .fused import VotedNetwork
 from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, rerankers_over_c, training_lists
 
@@ -120,16 +120,17 @@ class FusedPrediction:
         return self
 
     @one_call_at_a_time
-    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS,
+    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS, c: float = HINGE_C,
                      progress: bool = False) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
         each point's list is the network's top `slide.reranker.HINGE_SHORTLIST_FACTOR` x
         ``rerank`` labels and its own, and each label's squared hinge over the points whose list
-        holds it is solved (`ShortlistReranker.fit_hinge`; `epochs` unused). X may be a
+        holds it is solved at `c` (`ShortlistReranker.fit_hinge`; `epochs` unused). X may be a
         `slide.datasets.Stream` (Y omitted): of one shard, it is solved so too; of several, which
         never hold a label's every point at once, it is read shard by shard for `epochs` Adagrad
-        passes on lists ``rerank`` wide. `fit` calls it after the network's last epoch when
-        ``rerank`` > 0. `progress` shows the scan for the training points' shortlists (in memory,
+        passes on lists ``rerank`` wide (`c` unused). `fit` calls it after the network's last
+        epoch when ``rerank`` > 0 (with held-out points in one process, at two C, keeping the one
+        that fuses better on them: `slide.reranker.hinge_c_alternative`). `progress` shows the scan for the training points' shortlists (in memory,
         one process). Returns each epoch's or round's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
@@ -142,18 +143,21 @@ class FusedPrediction:
             raise ValueError("under MPI the re-ranker trains on each rank's share of the points in memory, not on a "
                              "Stream")
         check_int("epochs", epochs, 1)
+        if not (finite_number(c) and c > 0):
+            raise ValueError(f"c must be a positive number, got {c!r}")
         t0 = time.perf_counter()
         streamed = isinstance(X, Stream)
         if streamed:
             if Y is not None:
                 raise ValueError("a Stream holds its labels: call fit_reranker(stream) without Y")
-            self.reranker, losses = reranker_from_stream(self, X, epochs)
+            self.reranker, losses = reranker_from_stream(self, X, epochs, c)
             points, shards = X.samples_per_epoch, len(X.folder)
         else:
             if Y is None:
                 raise ValueError("fit_reranker needs Y, or a slide.datasets.Stream as X")
             X = as_features(X, self.input_dim)
-            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), progress)
+            self.reranker, losses = reranker_from_memory(self, X, as_labels(Y, self.output_dim, X.shape[0]), progress,
+                                                         c)
             points, shards = X.shape[0], 1
         if self.comm is not None:
             points = int(self.comm.total(points))

@@ -162,9 +162,10 @@ def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) 
     trained += before
 
 
-def reranker_from_stream(net: Any, stream: Stream, epochs: int) -> tuple[ShortlistReranker, list[float]]:
+def reranker_from_stream(net: Any, stream: Stream, epochs: int, c: float = HINGE_C
+                         ) -> tuple[ShortlistReranker, list[float]]:
     """A stream of one shard: its training points solved as `reranker_from_memory` solves them
-    (the same re-ranker), `epochs` unused. Of several shards: `epochs` Adagrad passes, each
+    (the same re-ranker, at `c`), `epochs` unused. Of several shards: `epochs` Adagrad passes, each
     visiting the shards in the stream's order for that epoch and each shard's rows shuffled,
     skipping the points it holds out for validation, as the network's epochs do.
 
@@ -183,7 +184,8 @@ def reranker_from_stream(net: Any, stream: Stream, epochs: int) -> tuple[Shortli
         (segment,) = stream.segments(0)
         rows = np.sort(segment.order)  # the solver orders each label's points itself
         X = as_features(segment.data.X, net.input_dim)[rows]
-        return reranker_from_memory(net, X, as_labels(segment.data.Y, net.output_dim, segment.data.X.shape[0])[rows])
+        return reranker_from_memory(net, X, as_labels(segment.data.Y, net.output_dim, segment.data.X.shape[0])[rows],
+                                    c=c)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, listed)
     kept: dict[int, np.ndarray] = {}
     losses = []

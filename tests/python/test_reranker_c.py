@@ -133,3 +133,16 @@ def test_a_run_records_and_prints_the_c_it_picked(tmp_path, capsys):
     assert final["rerank_c"] in (HINGE_C, HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS)
     assert f"weight {final['rerank_weight']:g}, C {final['rerank_c']:g} (the best on validation" in out
     assert json.loads((tmp_path / "run" / "config.json").read_text())["network"]["rerank"] > 0
+
+
+def test_fit_reranker_solves_at_the_c_it_is_given(fitted):
+    net, X, Y = fitted
+    net = copy.deepcopy(net)
+    net.fit_reranker(X, Y, c=4.0)
+    at_four = net.reranker.slots[:, 0].copy()
+    assert net.reranker.hinge_c == 4.0
+    net.fit_reranker(X, Y)
+    assert net.reranker.hinge_c == HINGE_C and not np.array_equal(net.reranker.slots[:, 0], at_four)
+    for c in (0, -2.0, float("nan"), "4"):
+        with pytest.raises(ValueError, match="c must be a positive number"):
+            net.fit_reranker(X, Y, c=c)
