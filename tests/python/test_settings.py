@@ -210,3 +210,11 @@ def test_every_mode_trains():
         net = slide.Network(30, 40, hidden=16, mode=mode, threads=1, seed=0)
         history = net.fit(X, y, epochs=1, batch_size=32, progress=False)
         assert np.isfinite(history[0]["loss"]), mode
+
+
+def test_the_fusion_weights_help_names_the_grids_training_picks_from():
+    from slide import neighbours, reranker
+    from slide.settings import NETWORK
+
+    assert f"picks it from 0 to {max(neighbours.WEIGHTS):,g}" in NETWORK["neighbour_weight"].doc
+    assert f"picks it from 0 to {max(reranker.WEIGHTS):,g}" in NETWORK["rerank_weight"].doc
