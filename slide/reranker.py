@@ -66,6 +66,12 @@ HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
 
 
+def check_c(c: object) -> None:
+    """ValueError unless `c` is a positive finite number: the squared hinge's C."""
+    if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not (c > 0 and np.isfinite(c)):
+        raise ValueError(f"c must be a positive number, got {c!r}")
+
+
 def hinge_c_alternative(points_per_label: float) -> float:
     """The C compared with HINGE_C for training lists holding this many points per label (mean
     over the labels that have any)."""
@@ -137,8 +143,7 @@ class ShortlistReranker:
         met. `adders`: how many solvers' changes, each from its own points and the same weights,
         are added together afterwards (MPI ranks). `points`: `LabelPoints.of(candidates, Y)`
         when the caller solves the same lists more than once (at several C), else computed here."""
-        if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not (c > 0 and np.isfinite(c)):
-            raise ValueError(f"c must be a positive number, got {c!r}")
+        check_c(c)
         X = unit_rows(X)
         points = LabelPoints.of(candidates, Y, self.n_labels) if points is None else points
         if points.indptr.size != self.n_labels + 1:

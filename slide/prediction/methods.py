@@ -11,10 +11,10 @@ from typing import Any, Iterable, Optional
 from .._inputs import LabelsLike, as_features, as_labels
 from ..datasets.stream import Stream
 from ..early_stopping import check_monitor
-from ..model.checks import check_int, check_scoring, finite_number
+from ..model.checks import check_int, check_scoring
 from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory, Representation
-from ..reranker import EPOCHS, HINGE_C, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker
+from ..reranker import EPOCHS, HINGE_C, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker, check_c
 from .fused import VotedNetwork
 from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, rerankers_over_c, training_lists
 
@@ -130,8 +130,9 @@ class FusedPrediction:
         never hold a label's every point at once, it is read shard by shard for `epochs` Adagrad
         passes on lists ``rerank`` wide (`c` unused). `fit` calls it after the network's last
         epoch when ``rerank`` > 0 (with held-out points in one process, at two C, keeping the one
-        that fuses better on them: `slide.reranker.hinge_c_alternative`). `progress` shows the scan for the training points' shortlists (in memory,
-        one process). Returns each epoch's or round's mean loss.
+        that fuses better on them: `slide.reranker.hinge_c_alternative`). `progress` shows the
+        scan for the training points' shortlists (in memory, one process). Returns each epoch's or
+        round's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
         points, in memory: in each of `slide.prediction.reranker_training.HINGE_ROUNDS` rounds
@@ -143,8 +144,7 @@ class FusedPrediction:
             raise ValueError("under MPI the re-ranker trains on each rank's share of the points in memory, not on a "
                              "Stream")
         check_int("epochs", epochs, 1)
-        if not (finite_number(c) and c > 0):
-            raise ValueError(f"c must be a positive number, got {c!r}")
+        check_c(c)
         t0 = time.perf_counter()
         streamed = isinstance(X, Stream)
         if streamed:
