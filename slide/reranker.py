@@ -50,6 +50,8 @@ WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 # P@5, but on one network per set and the same training lists took Delicious' test P@1 from 0.678
 # to 0.664 and Corel5k's from 0.434 to 0.418 (weights picked on 5% held out).
 HINGE_C = 1.0
+HINGE_ITERATIONS = 20
+HINGE_TOLERANCE = 0.1
 # With held-out points (one process, points in memory) `Network.fit_fusion` also solves at one
 # other C and keeps whichever fuses best there (HINGE_C unless the other does strictly better): a
 # smaller C where the training lists hold many points per label, a larger one where they hold few,
@@ -64,20 +66,6 @@ HINGE_C = 1.0
 # omikuji's whole training).
 HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
-
-
-def check_c(c: object) -> None:
-    """ValueError unless `c` is a positive finite number: the squared hinge's C."""
-    if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not (c > 0 and np.isfinite(c)):
-        raise ValueError(f"c must be a positive number, got {c!r}")
-
-
-def hinge_c_alternative(points_per_label: float) -> float:
-    """The C compared with HINGE_C for training lists holding this many points per label (mean
-    over the labels that have any)."""
-    return HINGE_C_MANY_POINTS if points_per_label >= MANY_POINTS_PER_LABEL else HINGE_C_FEW_POINTS
-HINGE_ITERATIONS = 20
-HINGE_TOLERANCE = 0.1
 # The squared hinge trains on each point's top HINGE_SHORTLIST_FACTOR x `shortlist` labels, while
 # prediction re-scores the top `shortlist`: a training point's own labels sit at the top of its
 # network's list far more often than a test point's, so the wider list gives each label the
@@ -97,6 +85,18 @@ HINGE_SHORTLIST_FACTOR = 4
 # Scored -1 outside the top 100 the pair (2, 4) gives 0.700 / 0.365 P@1 / P@5, and none of nine
 # pairs tried falls below 0.692 (one network; the pairs scored on the test split).
 OUTSIDE_SCORE = -1.0
+
+
+def check_c(c: object) -> None:
+    """ValueError unless `c` is a positive finite number: the squared hinge's C."""
+    if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not (c > 0 and np.isfinite(c)):
+        raise ValueError(f"c must be a positive number, got {c!r}")
+
+
+def hinge_c_alternative(points_per_label: float) -> float:
+    """The C compared with HINGE_C for training lists holding this many points per label (mean
+    over the labels that have any)."""
+    return HINGE_C_MANY_POINTS if points_per_label >= MANY_POINTS_PER_LABEL else HINGE_C_FEW_POINTS
 
 
 class ShortlistReranker:
