@@ -110,10 +110,11 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
     changes, so every rank ends with the same re-ranker. Each round moves the whole table (128 MiB)
     once; one rank solves in one round what one process does."""
     _, listed = training_lists(net, in_memory=True)
-    reranker = _new_reranker(net, listed)
     candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
     if net.comm is None:
-        return reranker, [reranker.fit_hinge(X, Y, candidates, c=c, threads=net.threads, seed=net.seed)]
+        reranker, loss = _solved(net, listed, X, Y, candidates, LabelPoints.of(candidates, Y, net.output_dim), c)
+        return reranker, [loss]
+    reranker = _new_reranker(net, listed)
     ranks = int(net.comm.size)
     duals = reranker.new_duals(candidates, Y)
     pairs = duals.size
@@ -141,17 +142,18 @@ def rerankers_over_c(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: boo
     candidates = shortlists(net, X, listed, progress)
     points = LabelPoints.of(candidates, Y, net.output_dim)
     for c in (HINGE_C, hinge_c_alternative(points.per_label())):
-        yield _solved(net, listed, X, Y, candidates, points, c)
+        yield _solved(net, listed, X, Y, candidates, points, c)[0]
 
 
 def _solved(net: Any, listed: int, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
-            points: LabelPoints, c: float) -> ShortlistReranker:
+            points: LabelPoints, c: float) -> tuple[ShortlistReranker, float]:
+    """A new re-ranker solved in one process at `c` on these lists, and its mean loss."""
     t0 = time.perf_counter()
     reranker = _new_reranker(net, listed)
     loss = reranker.fit_hinge(X, Y, candidates, c=c, threads=net.threads, seed=net.seed, points=points)
     log.info("re-ranker: each label's squared hinge at C %g on %.0f points a label solved in %.1fs, loss %.4f", c,
              points.per_label(), time.perf_counter() - t0, loss)
-    return reranker
+    return reranker, loss
 
 
 def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) -> None:
