@@ -70,6 +70,18 @@ def test_the_number_of_samples_sets_batch_and_epochs():
     assert (fit["batch_size"], fit["epochs"]) == (7, 2)
 
 
+def test_many_labels_judge_epochs_as_the_cli_does():
+    """Above 8,192 labels the estimator holds out points and judges the epochs on them as
+    `slide train` does: early stopping, the epochs' mean and nDCG@5."""
+    from slide.shape_defaults import LARGE_OUTPUT_PRESET
+
+    _, fit = SlideClassifier(threads=1)._settings(100, 10_000, 5_000)
+    assert fit["validation_split"] == LARGE_OUTPUT_PRESET["validation_split"] > 0
+    assert (fit["early_stopping"], fit["averaging"], fit["monitor"]) == (2, "swa", "nDCG@5")
+    _, fit = SlideClassifier(threads=1, validation_split=0.0)._settings(100, 10_000, 5_000)
+    assert "monitor" not in fit and "early_stopping" not in fit
+
+
 def test_clone_grid_search_and_pipeline():
     X, y = _blobs(n=150)
     clf = SlideClassifier(threads=1, epochs=3, hidden=[16])

@@ -56,9 +56,11 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["early_stopping"] == LARGE_OUTPUT_PRESET["early_stopping"]
     assert config["averaging"] == LARGE_OUTPUT_PRESET["averaging"] == "swa"
+    assert config["monitor"] == LARGE_OUTPUT_PRESET["monitor"] == "nDCG@5"
     assert config["network"]["learning_rate"] == LARGE_OUTPUT_PRESET["learning_rate"]
     assert config["network"]["rerank"] == LARGE_OUTPUT_PRESET["rerank"] > 0
     assert "predictions re-rank the network's 25 best labels" in out
+    assert "validation nDCG@5 " in out.split("epoch 1:")[1]  # the epoch judged by the preset's monitor
     # Between the last epoch and the test, the run says what it is doing and then what it took.
     assert ("after the last epoch: keeping the training points for the vote; training the re-ranker (each "
             "label's squared hinge solved on each point's 100 best labels by the network, found by a scan of its "
@@ -95,7 +97,7 @@ def test_medical_sized_data_is_no_longer_trained_for_a_handful_of_steps():
 def test_large_outputs_stop_early_on_their_validation_split():
     assert LARGE_OUTPUT_PRESET["validation_split"] > 0 and LARGE_OUTPUT_PRESET["early_stopping"] >= 1
     _, why = preset_for_shape(1000, 50_000, 10_000)
-    assert "stopping after 2 without a better validation P@1" in why
+    assert "stopping after 2 without a better validation nDCG@5" in why
     first = first_averaged_epoch(LARGE_OUTPUT_PRESET["epochs"])
     assert first == LARGE_OUTPUT_PRESET["epochs"] // 4 + 1 > 1
     assert f"the mean of the epochs since epoch {first} beside each epoch's own (swa)" in why
@@ -106,6 +108,7 @@ def test_held_out_settings_apply_only_with_held_out_points():
     that holds some out, and to no other (slide train and SlideClassifier read the one helper)."""
     from slide.shape_defaults import LARGE_OUTPUT_PRESET, SMALL_OUTPUT_PRESET, held_out_settings
 
-    assert held_out_settings(LARGE_OUTPUT_PRESET, 0.02) == {"early_stopping": 2, "averaging": "swa"}
+    assert held_out_settings(LARGE_OUTPUT_PRESET, 0.02) == {"early_stopping": 2, "averaging": "swa",
+                                                            "monitor": "nDCG@5"}
     assert held_out_settings(LARGE_OUTPUT_PRESET, 0.0) == {} == held_out_settings(LARGE_OUTPUT_PRESET, None)
     assert held_out_settings(SMALL_OUTPUT_PRESET, 0.05) == {}
