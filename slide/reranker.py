@@ -52,8 +52,8 @@ WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 HINGE_C = 1.0
 HINGE_ITERATIONS = 20
 HINGE_TOLERANCE = 0.1
-# With held-out points (one process, points in memory) `Network.fit_fusion` also solves at one
-# other C and keeps whichever fuses best there (HINGE_C unless the other does strictly better): a
+# With held-out points (one process, points in memory) `Network.fit_fusion` may also solve at one
+# other C and keep whichever fuses best there (HINGE_C unless the other does strictly better): a
 # smaller C where the training lists hold many points per label, a larger one where they hold few,
 # since the loss sums over a label's points. Fixed per set, by script at 06a6c5f (test P@1 / P@5,
 # means of 3 seeds, 8 on debian-tags; against C = 1): debian-tags (3,500 points a label) at 0.25
@@ -63,9 +63,14 @@ HINGE_TOLERANCE = 0.1
 # debian-rdeps 4, debian-deps and debian-deps-by-source 1, Delicious and Corel5k (1,100-1,300)
 # mostly 0.25; lower values (0.125, 0.0625) were never picked on debian-tags. One alternative, not
 # both, because each solve costs as much as the first (Corel5k's fusion step would take longer than
-# omikuji's whole training).
+# omikuji's whole training). And none between FEW_POINTS_PER_LABEL and MANY_POINTS_PER_LABEL: in
+# the probe runs since the pick was built (91d8b9d to 32fe96f, slide with no flags and variants),
+# debian-deps (120 a label) kept C 1 in 52 of 52 runs and debian-deps-by-source in 49 of 50, while
+# debian-rdeps (45) kept 4 in 34 of 39, debian-tags 0.25 in 21 of 21, Corel5k and Delicious mixed.
+# There the second solve was 3.6 s of debian-deps' 10.8 s fusion step, spent for nothing.
 HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
+FEW_POINTS_PER_LABEL = 75  # between debian-rdeps' 45 and debian-deps' 120
 # The squared hinge trains on each point's top HINGE_SHORTLIST_FACTOR x `shortlist` labels, while
 # prediction re-scores the top `shortlist`: a training point's own labels sit at the top of its
 # network's list far more often than a test point's, so the wider list gives each label the
@@ -93,10 +98,15 @@ def check_c(c: object) -> None:
         raise ValueError(f"c must be a positive number, got {c!r}")
 
 
-def hinge_c_alternative(points_per_label: float) -> float:
-    """The C compared with HINGE_C for training lists holding this many points per label (mean
-    over the labels that have any)."""
-    return HINGE_C_MANY_POINTS if points_per_label >= MANY_POINTS_PER_LABEL else HINGE_C_FEW_POINTS
+def hinge_cs(points_per_label: float) -> tuple[float, ...]:
+    """The C's compared on held-out points for training lists holding this many points per label
+    (mean over the labels that have any): HINGE_C first, then the alternative, if any, that such
+    lists call for."""
+    if points_per_label >= MANY_POINTS_PER_LABEL:
+        return HINGE_C, HINGE_C_MANY_POINTS
+    if points_per_label < FEW_POINTS_PER_LABEL:
+        return HINGE_C, HINGE_C_FEW_POINTS
+    return (HINGE_C,)
 
 
 class ShortlistReranker:

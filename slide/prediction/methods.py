@@ -129,10 +129,10 @@ class FusedPrediction:
         `slide.datasets.Stream` (Y omitted): of one shard, it is solved so too; of several, which
         never hold a label's every point at once, it is read shard by shard for `epochs` Adagrad
         passes on lists ``rerank`` wide (`c` unused). `fit` calls it after the network's last
-        epoch when ``rerank`` > 0 (with held-out points in one process, at two C, keeping the one
-        that fuses better on them: `slide.reranker.hinge_c_alternative`). `progress` shows the
-        scan for the training points' shortlists (in memory, one process). Returns each epoch's or
-        round's mean loss.
+        epoch when ``rerank`` > 0 (with held-out points in one process, also at the other C the
+        lists may call for, keeping the one that fuses better on them: `slide.reranker.hinge_cs`).
+        `progress` shows the scan for the training points' shortlists (in memory, one process).
+        Returns each epoch's or round's mean loss.
 
         Under MPI (a network built with ``comm``) every rank calls it with its own share of the
         points, in memory: in each of `slide.prediction.reranker_training.HINGE_ROUNDS` rounds

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from .._inputs import as_features, as_labels
 from ..datasets.stream import Stream
 from ..progress import progress_bar
-from ..reranker import HINGE_C, HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_c_alternative
+from ..reranker import HINGE_C, HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_cs
 
 log = logging.getLogger("slide")
 
@@ -131,8 +131,8 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
 
 def rerankers_over_c(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False
                      ) -> Iterator[ShortlistReranker]:
-    """The re-rankers `fit_fusion` compares on held-out points: at HINGE_C, then at the other C
-    the training lists call for (`slide.reranker.hinge_c_alternative`), each solved as
+    """The re-rankers `fit_fusion` compares on held-out points: at HINGE_C, then at the other C, if
+    any, the training lists call for (`slide.reranker.hinge_cs`), each solved as
     `reranker_from_memory` solves it in one process, on lists scanned once, and only when asked
     for: whoever compares them keeps the better, and no more than two are held at once (128 MiB
     each at BITS 24)."""
@@ -141,7 +141,7 @@ def rerankers_over_c(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: boo
     _, listed = training_lists(net, in_memory=True)
     candidates = shortlists(net, X, listed, progress)
     points = LabelPoints.of(candidates, Y, net.output_dim)
-    for c in (HINGE_C, hinge_c_alternative(points.per_label())):
+    for c in hinge_cs(points.per_label()):
         yield _solved(net, listed, X, Y, candidates, points, c)[0]
 
 

@@ -13,14 +13,16 @@ from slide.datasets import make_train_test
 from slide.neighbours import pick_weights
 from slide.prediction import reranker_training
 from slide.prediction.fused import VotedNetwork
-from slide.reranker import (HINGE_C, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS, MANY_POINTS_PER_LABEL, WEIGHTS,
-                            LabelPoints, ShortlistReranker, hinge_c_alternative)
+from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS,
+                            MANY_POINTS_PER_LABEL, WEIGHTS, LabelPoints, ShortlistReranker, hinge_cs)
 
 
-def test_the_alternative_c_follows_the_points_per_label():
-    assert hinge_c_alternative(3_500) == HINGE_C_MANY_POINTS < HINGE_C < HINGE_C_FEW_POINTS == hinge_c_alternative(45)
-    assert hinge_c_alternative(MANY_POINTS_PER_LABEL) == HINGE_C_MANY_POINTS
-    assert hinge_c_alternative(MANY_POINTS_PER_LABEL - 1) == HINGE_C_FEW_POINTS
+def test_the_cs_compared_follow_the_points_per_label():
+    assert HINGE_C_MANY_POINTS < HINGE_C < HINGE_C_FEW_POINTS
+    assert hinge_cs(3_500) == hinge_cs(MANY_POINTS_PER_LABEL) == (HINGE_C, HINGE_C_MANY_POINTS)
+    assert hinge_cs(45) == hinge_cs(FEW_POINTS_PER_LABEL - 1) == (HINGE_C, HINGE_C_FEW_POINTS)
+    # in between (debian-deps' 120) C 1 won every time: one solve
+    assert hinge_cs(120) == hinge_cs(FEW_POINTS_PER_LABEL) == hinge_cs(MANY_POINTS_PER_LABEL - 1) == (HINGE_C,)
 
 
 def test_points_per_label_counts_only_the_labels_that_have_points():
@@ -102,12 +104,23 @@ def test_fit_keeps_the_c_that_fuses_better_on_the_held_out_points(monkeypatch, h
     the other: the pick is made on the held-out points, not fixed."""
     tiny, good = 1e-7, 1.0
     default, alternative = (tiny, good) if hopeless == "default" else (good, tiny)
-    monkeypatch.setattr(reranker_training, "HINGE_C", default)
-    monkeypatch.setattr(reranker_training, "hinge_c_alternative", lambda points_per_label: alternative)
+    monkeypatch.setattr(reranker_training, "hinge_cs", lambda points_per_label: (default, alternative))
     train, _ = make_train_test(1200, 300, 400, 900, seed=4, avg_nnz=12, avg_labels=2)
     net = slide.Network(400, 900, hidden=(16,), mode="batch", rerank=10, neighbours=0, threads=2, seed=0)
     net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
     assert net.reranker.hinge_c == good and net.rerank_weight > 0
+
+
+@pytest.mark.parametrize("cs", [(HINGE_C,), (HINGE_C, HINGE_C_FEW_POINTS)])
+def test_fit_solves_once_for_each_c_the_lists_call_for(monkeypatch, cs):
+    solved = []
+    real = reranker_training._solved
+    monkeypatch.setattr(reranker_training, "hinge_cs", lambda points_per_label: cs)
+    monkeypatch.setattr(reranker_training, "_solved", lambda *a: solved.append(a[-1]) or real(*a))
+    train, _ = make_train_test(1200, 300, 400, 900, seed=4, avg_nnz=12, avg_labels=2)
+    net = slide.Network(400, 900, hidden=(16,), mode="batch", rerank=10, neighbours=0, threads=2, seed=0)
+    net.fit(train.X, train.Y, epochs=1, batch_size=64, validation_split=0.1, progress=False)
+    assert tuple(solved) == cs and net.reranker.hinge_c in cs
 
 
 def test_without_held_out_points_the_reranker_is_solved_at_the_default_c():
