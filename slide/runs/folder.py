@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 from ..atomic_files import atomic_write
@@ -85,10 +86,10 @@ def append_metrics(run_dir: Path, record: dict) -> None:
         f.flush()
 
 
-def read_metrics(run_dir: Path) -> list[dict]:
+def read_metrics(run_dir: "str | os.PathLike[str]") -> list[dict]:
     """The records of metrics.jsonl that match their schema (file_schemas.METRICS_RECORD); any
     other line is skipped with a warning naming it, since one bad line must not cost the rest."""
-    path = run_dir / METRICS
+    path = Path(run_dir) / METRICS
     if not is_regular_or_absent(path, "metrics log"):
         return []
     out = []
@@ -108,10 +109,10 @@ def write_config(run_dir: Path, config: dict) -> None:
     atomic_write(run_dir / CONFIG, lambda f: f.write(payload))
 
 
-def read_config(run_dir: Path) -> dict:
+def read_config(run_dir: "str | os.PathLike[str]") -> dict:
     """The run's settings, checked against their declared schema (file_schemas.RUN_CONFIG); a
     FIFO or a device in its place is refused before it is opened."""
-    path = run_dir / CONFIG
+    path = Path(run_dir) / CONFIG
     if not is_regular_or_absent(path, "run configuration"):
         raise FileNotFoundError(f"{run_dir} is not a run folder (no {CONFIG})")
     return check_run_config(read_json(path, "run configuration"), str(path))

@@ -112,3 +112,12 @@ def test_epochs_are_judged_on_at_most_eval_samples_held_out_points_the_same_each
     on_held = [X for X in judged if all(row.tobytes() in held_rows for row in X)]
     assert len(on_held) == 3 and all(X.shape[0] == settings.eval_samples for X in on_held)
     assert all(np.array_equal(X, on_held[0]) for X in on_held)
+
+
+def test_a_run_folder_is_read_back_from_a_path_given_as_a_string(tmp_path):
+    net, train, test, settings = _setup()
+    settings.epochs = 1
+    runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
+    assert runs.read_metrics(str(tmp_path)) == runs.read_metrics(tmp_path) != []
+    with pytest.raises(FileNotFoundError, match="is not a run folder"):  # runs.run leaves the settings to its caller
+        runs.read_config(str(tmp_path))
