@@ -29,8 +29,9 @@ class BestEpoch:
         self._unwritten = False
 
     def keep(self, net: Any) -> None:
-        """Remember `net`'s parameters as the best so far (a copy: training goes on changing them)."""
-        self._parameters = snapshot(net)
+        """Remember `net`'s parameters as the best so far (a copy: training goes on changing them),
+        over the last best's arrays."""
+        self._parameters = snapshot(net, into=self._parameters)
         self._unwritten = True
 
     def write(self, net: Any, run_dir: Path) -> None:

@@ -76,10 +76,20 @@ def parameter_names(net: Any) -> list[str]:
             if not name.endswith("_grad") and not is_optimizer_state(name) and ".lsh." not in name]
 
 
-def snapshot(net: Any) -> dict[str, np.ndarray]:
-    """A copy of the model's parameters (about a third of what the network holds with Adam)."""
+def snapshot(net: Any, into: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+    """A copy of the model's parameters (about a third of what the network holds with Adam),
+    written over `into` (an earlier snapshot of a network of the same shape, returned) where it
+    fits. Validation snapshots the parameters several times an epoch, and copying into fresh
+    arrays costs their new pages too: the 11 snapshots of a debian-deps run at hidden 256 (75 MB
+    each) took 0.28-0.73 s into new arrays and 0.13-0.15 s into kept ones (by script, 3 tries)."""
     state = net.weights()
-    return {name: np.array(state[name], copy=True) for name in parameter_names(net)}
+    names = parameter_names(net)
+    if into is not None and into.keys() == set(names) and all(
+            into[name].shape == state[name].shape and into[name].dtype == state[name].dtype for name in names):
+        for name in names:
+            np.copyto(into[name], state[name])
+        return into
+    return {name: np.array(state[name], copy=True) for name in names}
 
 
 def restore(net: Any, saved: dict[str, np.ndarray], tables: bool = True) -> None:

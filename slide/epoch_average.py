@@ -37,6 +37,7 @@ class EpochAverage:
         self.best_is_mean = False  # whether the best model validation kept is a mean
         self.on_disk: Optional[dict] = None  # the state of the mean the run folder holds (None: none)
         self._mean: Optional[dict[str, np.ndarray]] = None
+        self._own: Optional[dict[str, np.ndarray]] = None  # the training parameters while the mean is judged
 
     def add(self, net: Any) -> None:
         """Fold the parameters `net` holds now into the mean."""
@@ -63,7 +64,7 @@ class EpochAverage:
     def in_place_of_training(self, net: Any, tables: bool) -> Iterator[None]:
         """The mean in `net` for the block, then `net`'s own parameters back, bit for bit. With
         `tables`, the LSH tables are rebuilt for each (only sparse inference reads them)."""
-        own = snapshot(net)
+        own = self._own = snapshot(net, into=self._own)
         try:
             restore(net, self._mean, tables)
             yield

@@ -47,7 +47,8 @@ def fit(net: Any, X: Any, Y: Any = None, *, epochs: int = 1, batch_size: int = 1
     kept: dict[str, Any] = {}
     validation = None if val is None else Validation(
         net, *val, monitor=monitor, patience=early_stopping, mode=validation_mode,
-        keep=(lambda network: kept.update(parameters=snapshot(network))) if restore_best else None,
+        keep=(lambda network: kept.update(parameters=snapshot(network, into=kept.get("parameters"))))
+        if restore_best else None,
         average=EpochAverage(first_averaged_epoch(epochs)) if averaging != NO_AVERAGING else None)
     on_batch = (lambda step, logs: hooks.call("on_batch_end", net, step, logs)) if hooks.wants_batches() else None
     loop = TrainingLoop(net, source, epochs=epochs, batch_size=rank_batch, segment_steps=rank_steps,

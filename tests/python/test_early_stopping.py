@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import slide
-from slide.early_stopping import BestTracker, parameter_names
+from slide.early_stopping import BestTracker, parameter_names, snapshot
 from slide.schedules import lr_multiplier
 
 
@@ -99,6 +99,23 @@ def test_bad_early_stopping_arguments(problem, kwargs, match):
     net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), lsh=None, threads=1)
     with pytest.raises(ValueError, match=match):
         net.fit(X[:50], Y[:50], progress=False, **kwargs)
+
+
+def test_a_snapshot_is_written_over_an_earlier_one_of_the_same_shape_only():
+    net = slide.Network(30, 40, hidden=(8,), threads=1, seed=0)
+    earlier = snapshot(net)
+    arrays = {name: id(a) for name, a in earlier.items()}
+    for name in earlier:
+        net.weights()[name][...] += 1.0
+    again = snapshot(net, into=earlier)
+    assert again is earlier and {name: id(a) for name, a in again.items()} == arrays
+    for name, values in again.items():
+        np.testing.assert_array_equal(values, net.weights()[name])
+        assert not np.shares_memory(values, net.weights()[name])  # a copy, not a view
+    wider = slide.Network(30, 40, hidden=(16,), threads=1, seed=0)
+    other = snapshot(wider, into=earlier)  # another shape: new arrays, the earlier snapshot left as it was
+    assert other is not earlier and other["input.weight"].shape == (30, 16)
+    np.testing.assert_array_equal(earlier["input.weight"], net.weights()["input.weight"])
 
 
 def test_warmup_ramps_the_rate_then_follows_the_schedule():
