@@ -159,5 +159,5 @@ def preset_for_shape(n_features: int, n_labels: int,
                f"up to {p['epochs']} epochs "
                f"with a {p['lr_schedule']} learning rate from {p['learning_rate']:g}, validation judging the mean "
                f"of the epochs since epoch {first_averaged_epoch(p['epochs'])} beside each epoch's own (swa), "
-               f"stopping after {p['early_stopping']} without a better validation {p['monitor']}, then a re-ranker of the "
-               f"network's {p['rerank']} best labels")
+               f"stopping after {p['early_stopping']} without a better validation {p['monitor']}, then a re-ranker "
+               f"of the network's {p['rerank']} best labels")

@@ -95,17 +95,17 @@ class FusedPrediction:
     @one_call_at_a_time
     def _fit_reranker_and_weights(self: Any, X, Y: LabelsLike, validation: tuple, monitor: Optional[str], mode: str,
                                   progress: bool) -> dict[tuple[float, float], float]:
-        """`fit_reranker` at `slide.reranker.HINGE_C` and at the C the training lists call for
-        (`rerankers_over_c`), and the fusion weights with each, on the validation pair: keeps the
-        re-ranker and weights that score best there (HINGE_C's unless the other's is strictly
-        better)."""
+        """`fit_reranker` at `slide.reranker.HINGE_C` and at the other C, if any, the training lists
+        call for (`rerankers_over_c`), and the fusion weights with each, on the validation pair:
+        keeps the re-ranker and weights that score best there (HINGE_C's unless the other's is
+        strictly better)."""
         t0 = time.perf_counter()
         X = as_features(X, self.input_dim)
         solved = rerankers_over_c(self, X, as_labels(Y, self.output_dim, X.shape[0]), progress)
         self.reranker = next(solved)
         scores = _tune(self, *validation, monitor, mode, WEIGHTS if self._can_vote() else (0.0,), RERANK_WEIGHTS,
                        self.memory if self._can_vote() else None, rerankers=solved)
-        log.info("re-ranker: C %g picked on the validation points, %.1fs for the re-rankers and weights",
+        log.info("re-ranker: C %g kept (each C solved is logged above), %.1fs for the re-rankers and weights",
                  self.reranker.hinge_c, time.perf_counter() - t0)
         return scores
 
