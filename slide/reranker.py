@@ -67,7 +67,11 @@ HINGE_TOLERANCE = 0.1
 # the probe runs since the pick was built (91d8b9d to 32fe96f, slide with no flags and variants),
 # debian-deps (120 a label) kept C 1 in 52 of 52 runs and debian-deps-by-source in 49 of 50, while
 # debian-rdeps (45) kept 4 in 34 of 39, debian-tags 0.25 in 21 of 21, Corel5k and Delicious mixed.
-# There the second solve was 3.6 s of debian-deps' 10.8 s fusion step, spent for nothing.
+# There the second solve was 3.6 s of debian-deps' 10.8 s fusion step, spent for nothing. Below
+# FEW_POINTS_PER_LABEL C 4 is solved alone, since C 1 kept nothing there either: debian-rdeps (slide
+# with no flags, test P@1 / P@5, means of three seeds, by script at 3514bd4) 0.2173 / 0.1041 with C 4
+# alone against 0.2152 / 0.1040 with both, its fusion step 4.1-4.2 s against 4.9-5.6 s (at 32fe96f:
+# 0.2160 / 0.1039 against 0.2159 / 0.1038).
 HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
 FEW_POINTS_PER_LABEL = 75  # between debian-rdeps' 45 and debian-deps' 120
@@ -99,13 +103,14 @@ def check_c(c: object) -> None:
 
 
 def hinge_cs(points_per_label: float) -> tuple[float, ...]:
-    """The C's compared on held-out points for training lists holding this many points per label
-    (mean over the labels that have any): HINGE_C first, then the alternative, if any, that such
-    lists call for."""
+    """The C's solved for training lists holding this many points per label (mean over the labels
+    that have any), compared on held-out points where there are two: the first is kept unless the
+    second fuses strictly better. HINGE_C, and from MANY_POINTS_PER_LABEL on HINGE_C_MANY_POINTS
+    beside it; below FEW_POINTS_PER_LABEL HINGE_C_FEW_POINTS alone."""
     if points_per_label >= MANY_POINTS_PER_LABEL:
         return HINGE_C, HINGE_C_MANY_POINTS
     if points_per_label < FEW_POINTS_PER_LABEL:
-        return HINGE_C, HINGE_C_FEW_POINTS
+        return (HINGE_C_FEW_POINTS,)
     return (HINGE_C,)
 
 

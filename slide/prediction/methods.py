@@ -14,7 +14,7 @@ from ..early_stopping import check_monitor
 from ..model.checks import check_int, check_scoring
 from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory, Representation
-from ..reranker import EPOCHS, HINGE_C, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker, check_c
+from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker, check_c
 from .fused import VotedNetwork
 from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, rerankers_over_c, training_lists
 
@@ -95,10 +95,9 @@ class FusedPrediction:
     @one_call_at_a_time
     def _fit_reranker_and_weights(self: Any, X, Y: LabelsLike, validation: tuple, monitor: Optional[str], mode: str,
                                   progress: bool) -> dict[tuple[float, float], float]:
-        """`fit_reranker` at `slide.reranker.HINGE_C` and at the other C, if any, the training lists
-        call for (`rerankers_over_c`), and the fusion weights with each, on the validation pair:
-        keeps the re-ranker and weights that score best there (HINGE_C's unless the other's is
-        strictly better)."""
+        """`fit_reranker` at each C the training lists call for (`rerankers_over_c`: one or two),
+        and the fusion weights with each, on the validation pair: keeps the re-ranker and weights
+        that score best there (the first C's unless the other's is strictly better)."""
         t0 = time.perf_counter()
         X = as_features(X, self.input_dim)
         solved = rerankers_over_c(self, X, as_labels(Y, self.output_dim, X.shape[0]), progress)
@@ -120,17 +119,18 @@ class FusedPrediction:
         return self
 
     @one_call_at_a_time
-    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS, c: float = HINGE_C,
+    def fit_reranker(self: Any, X, Y: Optional[LabelsLike] = None, *, epochs: int = EPOCHS, c: Optional[float] = None,
                      progress: bool = False) -> list[float]:
         """Train the shortlist re-ranker (`slide.reranker`) on X, Y, the network's training data:
         each point's list is the network's top `slide.reranker.HINGE_SHORTLIST_FACTOR` x
         ``rerank`` labels and its own, and each label's squared hinge over the points whose list
-        holds it is solved at `c` (`ShortlistReranker.fit_hinge`; `epochs` unused). X may be a
-        `slide.datasets.Stream` (Y omitted): of one shard, it is solved so too; of several, which
-        never hold a label's every point at once, it is read shard by shard for `epochs` Adagrad
-        passes on lists ``rerank`` wide (`c` unused). `fit` calls it after the network's last
-        epoch when ``rerank`` > 0 (with held-out points in one process, also at the other C the
-        lists may call for, keeping the one that fuses better on them: `slide.reranker.hinge_cs`).
+        holds it is solved at `c` (`ShortlistReranker.fit_hinge`; `epochs` unused), by default the C
+        such lists call for (the first of `slide.reranker.hinge_cs` for their points per label). X
+        may be a `slide.datasets.Stream` (Y omitted): of one shard, it is solved so too; of
+        several, which never hold a label's every point at once, it is read shard by shard for
+        `epochs` Adagrad passes on lists ``rerank`` wide (`c` unused). `fit` calls it after the
+        network's last epoch when ``rerank`` > 0 (with held-out points in one process, also at the
+        other C the lists may call for, keeping the one that fuses better on them).
         `progress` shows the scan for the training points' shortlists (in memory, one process).
         Returns each epoch's or round's mean loss.
 
@@ -144,7 +144,8 @@ class FusedPrediction:
             raise ValueError("under MPI the re-ranker trains on each rank's share of the points in memory, not on a "
                              "Stream")
         check_int("epochs", epochs, 1)
-        check_c(c)
+        if c is not None:
+            check_c(c)
         t0 = time.perf_counter()
         streamed = isinstance(X, Stream)
         if streamed:

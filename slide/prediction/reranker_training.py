@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from .._inputs import as_features, as_labels
 from ..datasets.stream import Stream
 from ..progress import progress_bar
-from ..reranker import HINGE_C, HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_cs
+from ..reranker import HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_cs
 
 log = logging.getLogger("slide")
 
@@ -98,11 +98,22 @@ def _new_reranker(net: Any, listed: int) -> ShortlistReranker:
     return ShortlistReranker(net.input_dim, net.output_dim, min(net.rerank, net.output_dim), trained_on=listed)
 
 
-def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False, c: float = HINGE_C
-                         ) -> tuple[ShortlistReranker, list[float]]:
-    """Each label's squared hinge (at `c`) over its points (the rows whose top
-    HINGE_SHORTLIST_FACTOR x `rerank` labels or own labels hold it), solved by dual coordinate
-    descent (`ShortlistReranker.fit_hinge`), returning its mean loss.
+def lists_c(net: Any, points: LabelPoints) -> float:
+    """The C these training lists call for (`hinge_cs`' first), from their points per label over
+    every rank's lists (under MPI each holds a share of a label's points)."""
+    if net.comm is None:
+        return hinge_cs(points.per_label())[0]
+    per_label = np.diff(points.indptr).astype(np.float64)
+    net.comm.sum(per_label)
+    having = int(np.count_nonzero(per_label))
+    return hinge_cs(float(per_label.sum()) / having if having else 0.0)[0]
+
+
+def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False,
+                         c: Optional[float] = None) -> tuple[ShortlistReranker, list[float]]:
+    """Each label's squared hinge (at `c`; None: the C the lists call for, `lists_c`) over its
+    points (the rows whose top HINGE_SHORTLIST_FACTOR x `rerank` labels or own labels hold it),
+    solved by dual coordinate descent (`ShortlistReranker.fit_hinge`), returning its mean loss.
 
     Under MPI (X, Y: this rank's share), HINGE_ROUNDS rounds of CoCoA+ (Ma et al. 2015): in each,
     every rank solves its own points' dual variables (kept between rounds) from the same weights,
@@ -111,18 +122,20 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
     once; one rank solves in one round what one process does."""
     _, listed = training_lists(net, in_memory=True)
     candidates = shortlists(net, X, listed, progress)  # collective under MPI: the whole layer's top labels
+    points = LabelPoints.of(candidates, Y, net.output_dim)
+    c = lists_c(net, points) if c is None else c
     if net.comm is None:
-        reranker, loss = _solved(net, listed, X, Y, candidates, LabelPoints.of(candidates, Y, net.output_dim), c)
+        reranker, loss = _solved(net, listed, X, Y, candidates, points, c)
         return reranker, [loss]
     reranker = _new_reranker(net, listed)
     ranks = int(net.comm.size)
-    duals = reranker.new_duals(candidates, Y)
+    duals = np.zeros(points.rows.size, np.float32)  # `new_duals` on these lists
     pairs = duals.size
     losses = []
     for _ in range(1 if ranks == 1 else HINGE_ROUNDS):
         start = (reranker.slots.copy(), reranker.bias.copy())
         loss = reranker.fit_hinge(X, Y, candidates, c=c, threads=net.threads, seed=net.seed, duals=duals,
-                                  adders=ranks)
+                                  adders=ranks, points=points)
         for trained, before in zip((reranker.slots, reranker.bias), start):
             add_every_ranks_changes(net.comm, trained, before)
         losses.append(net.comm.total(loss * pairs) / max(net.comm.total(pairs), 1.0))
@@ -131,8 +144,8 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
 
 def rerankers_over_c(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False
                      ) -> Iterator[ShortlistReranker]:
-    """The re-rankers `fit_fusion` compares on held-out points: at HINGE_C, then at the other C, if
-    any, the training lists call for (`slide.reranker.hinge_cs`), each solved as
+    """The re-rankers `fit_fusion` compares on held-out points: at each C the training lists call
+    for (`slide.reranker.hinge_cs`: one or two), each solved as
     `reranker_from_memory` solves it in one process, on lists scanned once, and only when asked
     for: whoever compares them keeps the better, and no more than two are held at once (128 MiB
     each at BITS 24)."""
@@ -164,12 +177,13 @@ def add_every_ranks_changes(comm: Any, trained: np.ndarray, before: np.ndarray) 
     trained += before
 
 
-def reranker_from_stream(net: Any, stream: Stream, epochs: int, c: float = HINGE_C
+def reranker_from_stream(net: Any, stream: Stream, epochs: int, c: Optional[float] = None
                          ) -> tuple[ShortlistReranker, list[float]]:
     """A stream of one shard: its training points solved as `reranker_from_memory` solves them
-    (the same re-ranker, at `c`), `epochs` unused. Of several shards: `epochs` Adagrad passes, each
-    visiting the shards in the stream's order for that epoch and each shard's rows shuffled,
-    skipping the points it holds out for validation, as the network's epochs do.
+    (the same re-ranker, at `c`; None: the C the lists call for), `epochs` unused. Of several
+    shards: `epochs` Adagrad passes, each visiting the shards in the stream's order for that epoch
+    and each shard's rows shuffled, skipping the points it holds out for validation, as the
+    network's epochs do.
 
     Why not the hinge shard by shard: a file's points come in its own order (the Debian sets by
     package name), so a label's positives gather in a few shards. Measured by script on

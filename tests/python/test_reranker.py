@@ -12,7 +12,8 @@ from slide._core import reranker_epoch, reranker_scores
 from slide.datasets import make_train_test
 from slide.datasets.synthetic import unit_rows
 from slide.model_file import ModelFileError, read_arrays, read_header, write_model
-from slide.reranker import WEIGHTS, ShortlistReranker
+from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_FEW_POINTS, MANY_POINTS_PER_LABEL, WEIGHTS,
+                            LabelPoints, ShortlistReranker, hinge_cs)
 
 M64 = (1 << 64) - 1
 
@@ -232,8 +233,10 @@ def test_one_rank_solves_what_one_process_solves(monkeypatch):
     candidates[::7, 8:] = -1
     monkeypatch.setattr(reranker_training, "shortlists", _shortlists_of)
     alone = ShortlistReranker(30, 20, shortlist=3, trained_on=12)
-    want = alone.fit_hinge(X, Y, candidates, threads=1, seed=7)
+    lists_c = hinge_cs(LabelPoints.of(candidates, Y, 20).per_label())[0]  # the C the lists call for
+    want = alone.fit_hinge(X, Y, candidates, threads=1, seed=7, c=lists_c)
     ranked, got = reranker_training.reranker_from_memory(_ranked_net(_OneRank(), candidates), X, Y)
+    assert ranked.hinge_c == lists_c
     assert (ranked.shortlist, ranked.trained_on) == (3, 12)
     np.testing.assert_array_equal(ranked.slots, alone.slots)
     np.testing.assert_array_equal(ranked.bias, alone.bias)
@@ -255,7 +258,7 @@ def _two_ranks(monkeypatch, X, Y, candidates, rounds):
     def rank(r):
         share = slice(0, half) if r == 0 else slice(half, None)
         got[r] = reranker_training.reranker_from_memory(_ranked_net(comm.rank(r), candidates[share]), X[share],
-                                                        Y[share])[0]
+                                                        Y[share], c=HINGE_C)[0]  # the C `alone` solves at
     threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
     for t in threads:
         t.start()
@@ -297,6 +300,35 @@ def test_rounds_over_two_ranks_converge_to_the_one_process_solution(monkeypatch)
         unscaled.slots[:] = start[0] + changes[0][0] + changes[1][0]
         unscaled.bias[:] = start[1] + changes[0][1] + changes[1][1]
     assert error(unscaled) > errors[1], (error(unscaled), errors)
+
+
+def test_ranks_pick_the_c_of_every_ranks_lists_together(monkeypatch):
+    """Under MPI the C the lists call for comes from the points per label over every rank's
+    lists: here each rank's half holds fewer than FEW_POINTS_PER_LABEL a label and the whole
+    more, so a rank counting only its own would solve at HINGE_C_FEW_POINTS."""
+    import threading
+
+    from slide.prediction import reranker_training
+
+    X, Y = _random_problem(seed=8, n=200)
+    candidates = np.tile(np.arange(12, dtype=np.int32), (200, 1))  # labels 0-11 on every list: 200 points each
+    whole = LabelPoints.of(candidates, Y, 20).per_label()
+    half = LabelPoints.of(candidates[:100], Y[:100], 20).per_label()
+    assert half < FEW_POINTS_PER_LABEL <= whole < MANY_POINTS_PER_LABEL
+    comm, picked = _ThreadRanks(), [None, None]
+
+    def rank(r):
+        share = slice(0, 100) if r == 0 else slice(100, None)
+        points = LabelPoints.of(candidates[share], Y[share], 20)
+        picked[r] = reranker_training.lists_c(_ranked_net(comm.rank(r), candidates[share]), points)
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert picked == [HINGE_C, HINGE_C]
+    assert reranker_training.lists_c(_ranked_net(None, candidates[:100]),
+                                     LabelPoints.of(candidates[:100], Y[:100], 20)) == HINGE_C_FEW_POINTS
 
 
 def test_fit_hinge_keeps_the_duals_it_is_given():

@@ -14,13 +14,14 @@ from slide.neighbours import pick_weights
 from slide.prediction import reranker_training
 from slide.prediction.fused import VotedNetwork
 from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS,
-                            MANY_POINTS_PER_LABEL, WEIGHTS, LabelPoints, ShortlistReranker, hinge_cs)
+                            HINGE_SHORTLIST_FACTOR, MANY_POINTS_PER_LABEL, WEIGHTS, LabelPoints, ShortlistReranker,
+                            hinge_cs)
 
 
 def test_the_cs_compared_follow_the_points_per_label():
     assert HINGE_C_MANY_POINTS < HINGE_C < HINGE_C_FEW_POINTS
     assert hinge_cs(3_500) == hinge_cs(MANY_POINTS_PER_LABEL) == (HINGE_C, HINGE_C_MANY_POINTS)
-    assert hinge_cs(45) == hinge_cs(FEW_POINTS_PER_LABEL - 1) == (HINGE_C, HINGE_C_FEW_POINTS)
+    assert hinge_cs(45) == hinge_cs(FEW_POINTS_PER_LABEL - 1) == (HINGE_C_FEW_POINTS,)
     # in between (debian-deps' 120) C 1 won every time: one solve
     assert hinge_cs(120) == hinge_cs(FEW_POINTS_PER_LABEL) == hinge_cs(MANY_POINTS_PER_LABEL - 1) == (HINGE_C,)
 
@@ -123,11 +124,17 @@ def test_fit_solves_once_for_each_c_the_lists_call_for(monkeypatch, cs):
     assert tuple(solved) == cs and net.reranker.hinge_c in cs
 
 
-def test_without_held_out_points_the_reranker_is_solved_at_the_default_c():
+@pytest.mark.parametrize("cs", [None, (2.0, 0.5)])
+def test_without_held_out_points_the_reranker_is_solved_at_the_first_c_its_lists_call_for(monkeypatch, cs):
+    asked, real = [], reranker_training.hinge_cs
+    monkeypatch.setattr(reranker_training, "hinge_cs",
+                        lambda per_label: asked.append(per_label) or cs or real(per_label))
     train, _ = make_train_test(600, 100, 200, 300, seed=5, avg_nnz=10, avg_labels=2)
     net = slide.Network(200, 300, hidden=(16,), mode="batch", rerank=5, neighbours=0, threads=2, seed=0)
     net.fit(train.X, train.Y, epochs=1, batch_size=64, progress=False)
-    assert net.reranker.hinge_c == HINGE_C
+    lists = reranker_training.shortlists(net, train.X, HINGE_SHORTLIST_FACTOR * 5)
+    assert asked == [pytest.approx(LabelPoints.of(lists, train.Y, 300).per_label())]
+    assert net.reranker.hinge_c == (cs or real(asked[0]))[0]
 
 
 def test_a_run_records_and_prints_the_c_it_picked(tmp_path, capsys):
@@ -148,14 +155,15 @@ def test_a_run_records_and_prints_the_c_it_picked(tmp_path, capsys):
     assert json.loads((tmp_path / "run" / "config.json").read_text())["network"]["rerank"] > 0
 
 
-def test_fit_reranker_solves_at_the_c_it_is_given(fitted):
+def test_fit_reranker_solves_at_the_c_it_is_given(fitted, monkeypatch):
     net, X, Y = fitted
     net = copy.deepcopy(net)
     net.fit_reranker(X, Y, c=4.0)
     at_four = net.reranker.slots[:, 0].copy()
     assert net.reranker.hinge_c == 4.0
-    net.fit_reranker(X, Y)
-    assert net.reranker.hinge_c == HINGE_C and not np.array_equal(net.reranker.slots[:, 0], at_four)
+    monkeypatch.setattr(reranker_training, "hinge_cs", lambda per_label: (0.5, 4.0))
+    net.fit_reranker(X, Y)  # without a C: the first the lists call for
+    assert net.reranker.hinge_c == 0.5 and not np.array_equal(net.reranker.slots[:, 0], at_four)
     for c in (0, -2.0, float("nan"), "4"):
         with pytest.raises(ValueError, match="c must be a positive number"):
             net.fit_reranker(X, Y, c=c)
