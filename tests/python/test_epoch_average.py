@@ -31,6 +31,36 @@ def test_the_first_averaged_epoch_follows_the_first_quarter():
     assert [first_averaged_epoch(e) for e in (1, 3, 4, 8, 10, 40)] == [1, 1, 2, 3, 3, 11]
 
 
+@pytest.mark.parametrize("block", [1 << 18, 7, 3])  # rows of many blocks, and rows wider than a block
+def test_the_mean_folds_in_blocks_to_the_same_bits_as_whole_arrays(monkeypatch, block):
+    from slide import epoch_average
+
+    monkeypatch.setattr(epoch_average, "_BLOCK", block)
+    rng = np.random.default_rng(0)
+    shapes = [(13, 5), (17,), (4, 3, 2), (1, 11)]
+    epochs = [{i: rng.normal(size=shape).astype(np.float32) for i, shape in enumerate(shapes)} for _ in range(4)]
+
+    class Holder:  # the network's side of EpochAverage: views of its parameters
+        def __init__(self):
+            self.now = {}
+
+        def weights(self):
+            return self.now
+
+    holder, average = Holder(), EpochAverage(1)
+    monkeypatch.setattr(epoch_average, "snapshot", lambda net: {k: v.copy() for k, v in net.weights().items()})
+    want = {k: v.copy() for k, v in epochs[0].items()}
+    for count, params in enumerate(epochs, start=1):
+        holder.now = params
+        average.add(holder)
+        if count > 1:
+            for k, mean in want.items():
+                mean += (params[k] - mean) * np.float32(1.0 / count)
+    got = average.parameters()
+    for k in want:
+        assert got[k].tobytes() == want[k].tobytes(), k
+
+
 def test_a_better_mean_is_kept_and_the_run_ends_with_it(problem):
     X, Y, Xv, Yv = problem
     # epochs 1-3 judge the network alone (the mean starts at epoch 3 and holds one epoch there);
