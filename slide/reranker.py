@@ -177,7 +177,7 @@ class ShortlistReranker:
 
     def new_duals(self, candidates: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
         """Zeroed dual variables for `fit_hinge` on these lists and labels: one per (row, label) pair."""
-        return np.zeros(int(label_points(candidates, Y, self.n_labels)[0][-1]), np.float32)
+        return LabelPoints.of(candidates, Y, self.n_labels).new_duals()
 
     def train_pass(self, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, rows: np.ndarray, *,
                    lr: float = LEARNING_RATE, threads: int = 1) -> float:
@@ -238,10 +238,23 @@ class LabelPoints(NamedTuple):
     def of(cls, candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> "LabelPoints":
         return cls(*label_points(candidates, Y, n_labels))
 
+    def counts(self) -> np.ndarray:
+        """float64 [labels]: each label's number of points."""
+        return np.diff(self.indptr).astype(np.float64)
+
     def per_label(self) -> float:
         """Points per label, the mean over the labels that have any."""
-        having = int(np.count_nonzero(np.diff(self.indptr)))
-        return self.rows.size / having if having else 0.0
+        return points_per_label(self.counts())
+
+    def new_duals(self) -> np.ndarray:
+        """Zeroed dual variables for `ShortlistReranker.fit_hinge`: one per (row, label) pair."""
+        return np.zeros(self.rows.size, np.float32)
+
+
+def points_per_label(counts: np.ndarray) -> float:
+    """The mean of `counts` (points per label) over the labels that have any."""
+    having = int(np.count_nonzero(counts))
+    return float(counts.sum()) / having if having else 0.0
 
 
 def label_points(candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from .._inputs import as_features, as_labels
 from ..datasets.stream import Stream
 from ..progress import progress_bar
-from ..reranker import HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_cs
+from ..reranker import HINGE_SHORTLIST_FACTOR, LabelPoints, ShortlistReranker, hinge_cs, points_per_label
 
 log = logging.getLogger("slide")
 
@@ -101,12 +101,10 @@ def _new_reranker(net: Any, listed: int) -> ShortlistReranker:
 def lists_c(net: Any, points: LabelPoints) -> float:
     """The C these training lists call for (`hinge_cs`' first), from their points per label over
     every rank's lists (under MPI each holds a share of a label's points)."""
-    if net.comm is None:
-        return hinge_cs(points.per_label())[0]
-    per_label = np.diff(points.indptr).astype(np.float64)
-    net.comm.sum(per_label)
-    having = int(np.count_nonzero(per_label))
-    return hinge_cs(float(per_label.sum()) / having if having else 0.0)[0]
+    counts = points.counts()
+    if net.comm is not None:
+        net.comm.sum(counts)
+    return hinge_cs(points_per_label(counts))[0]
 
 
 def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress: bool = False,
@@ -129,7 +127,7 @@ def reranker_from_memory(net: Any, X: sp.csr_matrix, Y: sp.csr_matrix, progress:
         return reranker, [loss]
     reranker = _new_reranker(net, listed)
     ranks = int(net.comm.size)
-    duals = np.zeros(points.rows.size, np.float32)  # `new_duals` on these lists
+    duals = points.new_duals()
     pairs = duals.size
     losses = []
     for _ in range(1 if ranks == 1 else HINGE_ROUNDS):

@@ -31,7 +31,7 @@ def test_the_first_averaged_epoch_follows_the_first_quarter():
     assert [first_averaged_epoch(e) for e in (1, 3, 4, 8, 10, 40)] == [1, 1, 2, 3, 3, 11]
 
 
-@pytest.mark.parametrize("block", [1 << 18, 7, 3])  # rows of many blocks, and rows wider than a block
+@pytest.mark.parametrize("block", [1 << 18, 7, 3])  # one block per array, and many with a short last one
 def test_the_mean_folds_in_blocks_to_the_same_bits_as_whole_arrays(monkeypatch, block):
     from slide import epoch_average
 

@@ -211,6 +211,22 @@ class _ThreadRanks:
         return Rank()
 
 
+def _on_two_ranks(work):
+    """[work(comm, 0), work(comm, 1)], each rank in its own thread with a `_ThreadRanks` comm."""
+    import threading
+
+    ranks, got = _ThreadRanks(), [None, None]
+
+    def run(r):
+        got[r] = work(ranks.rank(r), r)
+    threads = [threading.Thread(target=run, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return got
+
+
 def _ranked_net(comm, candidates):
     from types import SimpleNamespace
 
@@ -247,23 +263,17 @@ def test_one_rank_solves_what_one_process_solves(monkeypatch):
 def _two_ranks(monkeypatch, X, Y, candidates, rounds):
     """The re-ranker two ranks (threads) train over `rounds` rounds, the first holding the first
     half of the points and the second the rest (as a file's byte ranges give them)."""
-    import threading
-
     from slide.prediction import reranker_training
 
     monkeypatch.setattr(reranker_training, "shortlists", _shortlists_of)
     monkeypatch.setattr(reranker_training, "HINGE_ROUNDS", rounds)
-    comm, got, half = _ThreadRanks(), [None, None], X.shape[0] // 2
+    half = X.shape[0] // 2
 
-    def rank(r):
+    def rank(comm, r):
         share = slice(0, half) if r == 0 else slice(half, None)
-        got[r] = reranker_training.reranker_from_memory(_ranked_net(comm.rank(r), candidates[share]), X[share],
-                                                        Y[share], c=HINGE_C)[0]  # the C `alone` solves at
-    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+        return reranker_training.reranker_from_memory(_ranked_net(comm, candidates[share]), X[share], Y[share],
+                                                      c=HINGE_C)[0]  # the C `alone` solves at
+    got = _on_two_ranks(rank)
     np.testing.assert_array_equal(got[0].slots, got[1].slots)
     np.testing.assert_array_equal(got[0].bias, got[1].bias)
     return got[0]
@@ -302,12 +312,10 @@ def test_rounds_over_two_ranks_converge_to_the_one_process_solution(monkeypatch)
     assert error(unscaled) > errors[1], (error(unscaled), errors)
 
 
-def test_ranks_pick_the_c_of_every_ranks_lists_together(monkeypatch):
+def test_ranks_pick_the_c_of_every_ranks_lists_together():
     """Under MPI the C the lists call for comes from the points per label over every rank's
     lists: here each rank's half holds fewer than FEW_POINTS_PER_LABEL a label and the whole
     more, so a rank counting only its own would solve at HINGE_C_FEW_POINTS."""
-    import threading
-
     from slide.prediction import reranker_training
 
     X, Y = _random_problem(seed=8, n=200)
@@ -315,18 +323,12 @@ def test_ranks_pick_the_c_of_every_ranks_lists_together(monkeypatch):
     whole = LabelPoints.of(candidates, Y, 20).per_label()
     half = LabelPoints.of(candidates[:100], Y[:100], 20).per_label()
     assert half < FEW_POINTS_PER_LABEL <= whole < MANY_POINTS_PER_LABEL
-    comm, picked = _ThreadRanks(), [None, None]
 
-    def rank(r):
+    def rank(comm, r):
         share = slice(0, 100) if r == 0 else slice(100, None)
-        points = LabelPoints.of(candidates[share], Y[share], 20)
-        picked[r] = reranker_training.lists_c(_ranked_net(comm.rank(r), candidates[share]), points)
-    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert picked == [HINGE_C, HINGE_C]
+        return reranker_training.lists_c(_ranked_net(comm, candidates[share]),
+                                         LabelPoints.of(candidates[share], Y[share], 20))
+    assert _on_two_ranks(rank) == [HINGE_C, HINGE_C]
     assert reranker_training.lists_c(_ranked_net(None, candidates[:100]),
                                      LabelPoints.of(candidates[:100], Y[:100], 20)) == HINGE_C_FEW_POINTS
 
