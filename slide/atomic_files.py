@@ -49,6 +49,29 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object], *, sync: bool 
                 pass
 
 
+def atomic_link(source: Path, path: Path) -> bool:
+    """Make `path` a hard link to `source` (which must stay unchanged: its files are replaced, never
+    rewritten), atomically as `atomic_write` writes: the link is made under a temporary name and
+    renamed over `path`, and the folder fsynced. False where the file system has no hard links
+    (or `source` is on another one), with `path` untouched: the caller writes the bytes instead."""
+    path = output_file(path, "output")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        os.link(source, tmp)
+    except OSError:
+        return False
+    try:
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise OSError(e.errno, f"could not write {path}: {e.strerror or e}") from e
+    return True
+
+
 def fsync_files(paths: "list[Path]") -> None:
     """Flush files (and their folders) written with ``sync=False`` to the disk."""
     for path in paths:

@@ -27,6 +27,13 @@ def write_average(net: Any, run_dir: Path, average: EpochAverage) -> None:
     average.on_disk = state
 
 
+def mean_on_disk(run_dir: Path, average: Optional[EpochAverage]) -> Optional[tuple[Path, dict]]:
+    """(average.npz, the mean it holds) when the file holds `average`'s mean as it is now, else None."""
+    if average is None or average.parameters() is None or average.on_disk != average.state():
+        return None
+    return run_dir / AVERAGE, average.parameters()
+
+
 def read_average(net: Any, run_dir: Path, state: Optional[dict], first: int) -> EpochAverage:
     """The average a checkpoint's position names (`state`; None: a new run or no mean yet, which
     begins at epoch `first`). A resumed mean keeps its own first epoch, even when --epochs moved

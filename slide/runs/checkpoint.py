@@ -14,7 +14,7 @@ from ..model_file import ModelFileError, read_header
 from ..network import Network
 from ..schema import Record
 from ..training.position import Position
-from .average_file import write_average
+from .average_file import mean_on_disk, write_average
 from .folder import CHECKPOINT, METRICS
 
 # What a checkpoint's header holds besides a model's (a model.npz copied over one lacks it).
@@ -24,11 +24,13 @@ _CHECKPOINT_EXTRA = Record(required={"position": POSITION}, extra=True, what="a 
 def save_checkpoint(net: Network, run_dir: Path, pos: Position, best: Optional[BestEpoch] = None,
                     average: Optional[EpochAverage] = None) -> None:
     t0 = time.perf_counter()
-    if best is not None:  # first, so the checkpoint's best epoch is always on disk
-        best.write(net, run_dir)
-    if average is not None:  # as best.npz, before the checkpoint that names it
+    # Both before the checkpoint that names them, so its best epoch and its mean are always on disk;
+    # the mean first, so that a best epoch that is the mean is a link to its file.
+    if average is not None:
         write_average(net, run_dir, average)
         pos.average = average.state()
+    if best is not None:
+        best.write(net, run_dir, same_file=mean_on_disk(run_dir, average))
     metrics = run_dir / METRICS
     pos.metrics_bytes = metrics.stat().st_size if metrics.exists() else 0
     pos.checkpoints += 1

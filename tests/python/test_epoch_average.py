@@ -220,3 +220,85 @@ def test_an_unchanged_mean_is_not_written_again(tmp_path, problem):
     write_average(net, tmp_path, resumed)
     assert identity() != written
     assert read_average(net, tmp_path, resumed.state(), first=1).count == 2
+
+
+def _checkpointed(tmp_path, net, average, best):
+    from slide.runs.checkpoint import save_checkpoint
+    from slide.training.position import Position
+
+    save_checkpoint(net, tmp_path, Position(), best, average)
+    return tmp_path / "best.npz", tmp_path / "average.npz"
+
+
+def test_a_best_epoch_that_is_the_mean_is_a_link_to_its_file_and_reads_back_as_it(tmp_path, problem):
+    from slide.best_epoch import BestEpoch
+    from slide.early_stopping import restore
+
+    X, Y, _, _ = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
+    average, best = EpochAverage(first=1), BestEpoch()
+    average.add(net)
+    net.fit(X[:200], Y[:200], epochs=1)
+    average.add(net)
+    with average.in_place_of_training(net, tables=False):
+        best.keep(net)  # the mean is the best model
+    best_file, average_file = _checkpointed(tmp_path, net, average, best)
+    assert best_file.samefile(average_file)
+    restored = slide.Network.from_config(net.get_config())
+    best.__init__()  # as a resumed run does: read back from best.npz
+    best.restore_into(restored, tmp_path)
+    for name, values in average.parameters().items():
+        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+    # the next epoch's mean replaces average.npz; best.npz keeps the mean it linked
+    kept = {k: v.copy() for k, v in average.parameters().items()}
+    net.fit(X[:200], Y[:200], epochs=1)
+    average.add(net)
+    _checkpointed(tmp_path, net, average, best)
+    assert not best_file.samefile(average_file)
+    restore(restored, {k: np.zeros_like(v) for k, v in kept.items()})
+    BestEpoch().restore_into(restored, tmp_path)
+    for name, values in kept.items():
+        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+
+
+def test_a_best_epoch_that_is_not_the_mean_is_a_file_of_its_own(tmp_path, problem):
+    from slide.best_epoch import BestEpoch
+
+    X, Y, _, _ = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
+    average, best = EpochAverage(first=1), BestEpoch()
+    average.add(net)
+    net.fit(X[:200], Y[:200], epochs=1)
+    average.add(net)
+    best.keep(net)  # the network's own parameters, not the mean
+    best_file, average_file = _checkpointed(tmp_path, net, average, best)
+    assert not best_file.samefile(average_file)
+    restored = slide.Network.from_config(net.get_config())
+    BestEpoch().restore_into(restored, tmp_path)
+    for name, values in net.weights().items():
+        if not name.endswith("_grad") and name in average.parameters():
+            np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+
+
+def test_without_hard_links_the_best_mean_is_written_as_a_copy(tmp_path, problem, monkeypatch):
+    import os
+
+    from slide.best_epoch import BestEpoch
+
+    def no_links(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    X, Y, _, _ = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
+    average, best = EpochAverage(first=1), BestEpoch()
+    average.add(net)
+    with average.in_place_of_training(net, tables=False):
+        best.keep(net)
+    monkeypatch.setattr(os, "link", no_links)
+    best_file, average_file = _checkpointed(tmp_path, net, average, best)
+    assert not best_file.samefile(average_file)
+    assert not list(tmp_path.glob(".*.tmp"))
+    restored = slide.Network.from_config(net.get_config())
+    BestEpoch().restore_into(restored, tmp_path)
+    for name, values in average.parameters().items():
+        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
