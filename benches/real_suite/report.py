@@ -17,6 +17,10 @@ from pathlib import Path
 
 from .catalogue import MANY_LABELS
 
+# How a result file combines each method's rounds (benches.real_suite.__main__.combined_run); files
+# without it kept one run whole.
+COMBINED = "mean accuracy, median time"
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = ROOT / "benches" / "results" / "real_suite.json"
 PLOT = ROOT / "benches" / "results" / "real_suite.png"
@@ -35,7 +39,13 @@ def _cell(result: dict, key: str, digits: int) -> str:
 def render_table(report: dict) -> str:
     env = report["environment"]
     rounds = report.get("rounds", 1)
-    runs = "one run" if rounds == 1 else f"each method's run of median training time of {rounds}, run in alternation"
+    if rounds == 1:
+        runs = "one run"
+    elif report.get("combined") == COMBINED:
+        runs = (f"{rounds} runs of each method in alternation, P@k and PSP@k their mean, seconds and memory those of "
+                f"the run of median training time")
+    else:  # results from before 2026-11-29 kept one run whole
+        runs = f"each method's run of median training time of {rounds}, run in alternation"
     lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, {runs} "
              f"(`benches/results/real_suite.json`). Training s: what training costs (slide: training plus "
              f"the evaluations that pick the best epoch, the vote's memory, the re-ranker and their weights); ratio: against the faster "
