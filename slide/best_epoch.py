@@ -41,7 +41,7 @@ class BestEpoch:
         `same_file`: (a model file of `net` in `run_dir`, the parameters it holds), as the epoch
         mean's average.npz. Where those are the kept parameters (the best model is the mean of the
         epochs so far, as at the end of most runs), best.npz is a hard link to that file instead of
-        a second copy of the same bytes (157 MB on debian-rdeps)."""
+        a second copy of the same bytes (144 MB on debian-deps)."""
         if not self._unwritten:
             return
         if same_file is None or not self._holds(same_file[1]) or not atomic_link(same_file[0], run_dir / BEST):
@@ -49,10 +49,11 @@ class BestEpoch:
         self._unwritten = False
 
     def _holds(self, parameters: dict[str, np.ndarray]) -> bool:
-        """Whether the kept parameters are `parameters`, bit for bit."""
+        """Whether the kept parameters are `parameters`, bit for bit (the small arrays first: where
+        the best is the network's own parameters a bias already differs)."""
         kept = self._parameters
         return kept is not None and parameters.keys() == kept.keys() and \
-            all(np.array_equal(parameters[k], kept[k]) for k in kept)
+            all(np.array_equal(parameters[k], kept[k]) for k in sorted(kept, key=lambda k: kept[k].size))
 
     def exists(self, run_dir: Path) -> bool:
         return self._parameters is not None or (run_dir / BEST).exists()
