@@ -6,6 +6,7 @@ power cut. On any failure the temporary file is removed and the previous file is
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable
@@ -52,12 +53,15 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object], *, sync: bool 
 def atomic_link(source: Path, path: Path) -> bool:
     """Make `path` a hard link to `source` (which must stay unchanged: its files are replaced, never
     rewritten), atomically as `atomic_write` writes: the link is made under a temporary name and
-    renamed over `path`, and the folder fsynced. False where the file system has no hard links
-    (or `source` is on another one), with `path` untouched: the caller writes the bytes instead."""
+    renamed over `path`, and the folder fsynced. False, with `path` untouched, where the file
+    system has no hard links, `source` is on another one, or `source` is not a regular file (a
+    symbolic link, say, out of a folder copied from elsewhere): the caller writes the bytes instead."""
     path = output_file(path, "output")
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
-        os.link(source, tmp)
+        if not stat.S_ISREG(os.lstat(source).st_mode):
+            return False
+        os.link(source, tmp, follow_symlinks=False)
     except OSError:
         return False
     try:

@@ -302,3 +302,24 @@ def test_without_hard_links_the_best_mean_is_written_as_a_copy(tmp_path, problem
     BestEpoch().restore_into(restored, tmp_path)
     for name, values in average.parameters().items():
         np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+
+
+def test_a_mean_file_that_is_a_symbolic_link_is_never_linked_to(tmp_path, problem):
+    from slide.best_epoch import BestEpoch
+    from slide.runs.average_file import mean_on_disk, write_average
+
+    X, Y, _, _ = problem
+    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
+    average, best = EpochAverage(first=1), BestEpoch()
+    average.add(net)
+    run_dir = tmp_path / "run"
+    write_average(net, run_dir, average)
+    elsewhere = tmp_path / "elsewhere.npz"  # as a folder copied from elsewhere may hold average.npz -> a file
+    (run_dir / "average.npz").rename(elsewhere)
+    (run_dir / "average.npz").symlink_to(elsewhere)
+    with average.in_place_of_training(net, tables=False):
+        best.keep(net)
+    best.write(net, run_dir, same_file=mean_on_disk(run_dir, average))
+    best_file = run_dir / "best.npz"
+    assert not best_file.is_symlink() and best_file.stat().st_nlink == 1 and not best_file.samefile(elsewhere)
+    assert elsewhere.stat().st_nlink == 1
