@@ -230,95 +230,85 @@ def _checkpointed(tmp_path, net, average, best):
     return tmp_path / "best.npz", tmp_path / "average.npz"
 
 
-def test_a_best_epoch_that_is_the_mean_is_a_link_to_its_file_and_reads_back_as_it(tmp_path, problem):
+def _averaged(problem, epochs):
+    """A small network, the mean of its parameters over `epochs` epoch ends, and no best kept yet."""
     from slide.best_epoch import BestEpoch
-    from slide.early_stopping import restore
 
     X, Y, _, _ = problem
     net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
-    average, best = EpochAverage(first=1), BestEpoch()
-    average.add(net)
-    net.fit(X[:200], Y[:200], epochs=1)
-    average.add(net)
+    average = EpochAverage(first=1)
+    for epoch in range(epochs):
+        if epoch:
+            net.fit(X[:200], Y[:200], epochs=1)
+        average.add(net)
+    return net, average, BestEpoch()
+
+
+def _keep_the_mean(net, average, best):
     with average.in_place_of_training(net, tables=False):
-        best.keep(net)  # the mean is the best model
+        best.keep(net)
+
+
+def _assert_best_file_holds(net, run_dir, parameters):
+    """best.npz, read back as a resumed run reads it, holds `parameters` bit for bit."""
+    from slide.best_epoch import BestEpoch
+
+    restored = slide.Network.from_config(net.get_config())
+    BestEpoch().restore_into(restored, run_dir)
+    for name, values in parameters.items():
+        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+
+
+def test_a_best_epoch_that_is_the_mean_is_a_link_to_its_file_and_reads_back_as_it(tmp_path, problem):
+    net, average, best = _averaged(problem, epochs=2)
+    _keep_the_mean(net, average, best)
     best_file, average_file = _checkpointed(tmp_path, net, average, best)
     assert best_file.samefile(average_file)
-    restored = slide.Network.from_config(net.get_config())
-    best.__init__()  # as a resumed run does: read back from best.npz
-    best.restore_into(restored, tmp_path)
-    for name, values in average.parameters().items():
-        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
-    # the next epoch's mean replaces average.npz; best.npz keeps the mean it linked
     kept = {k: v.copy() for k, v in average.parameters().items()}
+    _assert_best_file_holds(net, tmp_path, kept)
+    # the next epoch's mean replaces average.npz; best.npz keeps the mean it linked
+    X, Y, _, _ = problem
     net.fit(X[:200], Y[:200], epochs=1)
     average.add(net)
     _checkpointed(tmp_path, net, average, best)
     assert not best_file.samefile(average_file)
-    restore(restored, {k: np.zeros_like(v) for k, v in kept.items()})
-    BestEpoch().restore_into(restored, tmp_path)
-    for name, values in kept.items():
-        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+    _assert_best_file_holds(net, tmp_path, kept)
 
 
 def test_a_best_epoch_that_is_not_the_mean_is_a_file_of_its_own(tmp_path, problem):
-    from slide.best_epoch import BestEpoch
-
-    X, Y, _, _ = problem
-    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
-    average, best = EpochAverage(first=1), BestEpoch()
-    average.add(net)
-    net.fit(X[:200], Y[:200], epochs=1)
-    average.add(net)
+    net, average, best = _averaged(problem, epochs=2)
     best.keep(net)  # the network's own parameters, not the mean
     best_file, average_file = _checkpointed(tmp_path, net, average, best)
     assert not best_file.samefile(average_file)
-    restored = slide.Network.from_config(net.get_config())
-    BestEpoch().restore_into(restored, tmp_path)
-    for name, values in net.weights().items():
-        if not name.endswith("_grad") and name in average.parameters():
-            np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+    own = net.weights()
+    _assert_best_file_holds(net, tmp_path, {name: own[name] for name in average.parameters()})
 
 
 def test_without_hard_links_the_best_mean_is_written_as_a_copy(tmp_path, problem, monkeypatch):
     import os
 
-    from slide.best_epoch import BestEpoch
-
     def no_links(*args, **kwargs):
         raise PermissionError(1, "Operation not permitted")
 
-    X, Y, _, _ = problem
-    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
-    average, best = EpochAverage(first=1), BestEpoch()
-    average.add(net)
-    with average.in_place_of_training(net, tables=False):
-        best.keep(net)
+    net, average, best = _averaged(problem, epochs=1)
+    _keep_the_mean(net, average, best)
     monkeypatch.setattr(os, "link", no_links)
     best_file, average_file = _checkpointed(tmp_path, net, average, best)
     assert not best_file.samefile(average_file)
     assert not list(tmp_path.glob(".*.tmp"))
-    restored = slide.Network.from_config(net.get_config())
-    BestEpoch().restore_into(restored, tmp_path)
-    for name, values in average.parameters().items():
-        np.testing.assert_array_equal(restored.weights()[name], values, err_msg=name)
+    _assert_best_file_holds(net, tmp_path, average.parameters())
 
 
 def test_a_mean_file_that_is_a_symbolic_link_is_never_linked_to(tmp_path, problem):
-    from slide.best_epoch import BestEpoch
     from slide.runs.average_file import mean_on_disk, write_average
 
-    X, Y, _, _ = problem
-    net = slide.Network(X.shape[1], Y.shape[1], hidden=(8,), threads=1, seed=0)
-    average, best = EpochAverage(first=1), BestEpoch()
-    average.add(net)
+    net, average, best = _averaged(problem, epochs=1)
     run_dir = tmp_path / "run"
     write_average(net, run_dir, average)
     elsewhere = tmp_path / "elsewhere.npz"  # as a folder copied from elsewhere may hold average.npz -> a file
     (run_dir / "average.npz").rename(elsewhere)
     (run_dir / "average.npz").symlink_to(elsewhere)
-    with average.in_place_of_training(net, tables=False):
-        best.keep(net)
+    _keep_the_mean(net, average, best)
     best.write(net, run_dir, same_file=mean_on_disk(run_dir, average))
     best_file = run_dir / "best.npz"
     assert not best_file.is_symlink() and best_file.stat().st_nlink == 1 and not best_file.samefile(elsewhere)
