@@ -35,7 +35,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object], *, sync: bool 
         os.replace(tmp, path)
         tmp, replaced = None, True
         if sync:
-            _fsync_dir(path.parent)
+            fsync_folder(path.parent)
     except OSError as e:
         if replaced:
             previous = "the new file is in place but its folder could not be synced"
@@ -66,7 +66,7 @@ def atomic_link(source: Path, path: Path) -> bool:
         return False
     try:
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_folder(path.parent)
     except OSError as e:
         try:
             os.unlink(tmp)
@@ -85,7 +85,7 @@ def fsync_files(paths: "list[Path]") -> None:
         finally:
             os.close(fd)
     for folder in {Path(p).parent for p in paths}:
-        _fsync_dir(folder)
+        fsync_folder(folder)
 
 
 def _umask() -> int:
@@ -94,7 +94,8 @@ def _umask() -> int:
     return mask
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
+    """fsync a folder, so that the renames in it survive a power cut."""
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -35,6 +35,11 @@ class BestEpoch:
         self._parameters = snapshot(net, into=self._parameters)
         self._unwritten = True
 
+    @property
+    def unwritten(self) -> bool:
+        """Whether the kept parameters are newer than best.npz."""
+        return self._unwritten
+
     def write(self, net: Any, run_dir: Path, same_file: Optional[tuple[Path, dict[str, np.ndarray]]] = None) -> None:
         """Write the kept parameters to best.npz if they are newer than the file: a model file of
         `net`'s configuration whose tables are rebuilt from those parameters when it is loaded.
@@ -44,13 +49,25 @@ class BestEpoch:
         a second copy of the same bytes (144 MB on debian-deps)."""
         if not self._unwritten:
             return
-        if same_file is None or not self._holds(same_file[1]) or not atomic_link(same_file[0], run_dir / BEST):
-            save_network(net, run_dir / BEST, include_optimizer=False, parameters=self._parameters)
+        if same_file is not None and self.holds(same_file[1]):
+            self.write_as(net, run_dir, same_file[0])
+        else:
+            self._save(net, run_dir)
+
+    def write_as(self, net: Any, run_dir: Path, same_file: Path) -> None:
+        """best.npz as a hard link to `same_file`, a model file in `run_dir` that the caller knows
+        holds the kept parameters (written as a copy where the file system has no hard links)."""
+        if not atomic_link(same_file, run_dir / BEST):
+            self._save(net, run_dir)
         self._unwritten = False
 
-    def _holds(self, parameters: dict[str, np.ndarray]) -> bool:
+    def _save(self, net: Any, run_dir: Path) -> None:
+        save_network(net, run_dir / BEST, include_optimizer=False, parameters=self._parameters)
+        self._unwritten = False
+
+    def holds(self, parameters: dict[str, np.ndarray]) -> bool:
         """Whether the kept parameters are `parameters`, bit for bit (the small arrays first: where
-        the best is the network's own parameters a bias already differs)."""
+        they differ a bias already does)."""
         kept = self._parameters
         return kept is not None and parameters.keys() == kept.keys() and \
             all(np.array_equal(parameters[k], kept[k]) for k in sorted(kept, key=lambda k: kept[k].size))

@@ -3,15 +3,19 @@ file, written atomically; read back only once the position in its header matches
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Optional
 
+from ..atomic_files import fsync_folder
 from ..best_epoch import BestEpoch
+from ..early_stopping import parameter_names
 from ..epoch_average import EpochAverage
 from ..file_schemas import POSITION, check
 from ..model_file import ModelFileError, read_header
 from ..network import Network
+from ..paths import output_file
 from ..schema import Record
 from ..training.position import Position
 from .average_file import mean_on_disk, write_average
@@ -24,20 +28,42 @@ _CHECKPOINT_EXTRA = Record(required={"position": POSITION}, extra=True, what="a 
 def save_checkpoint(net: Network, run_dir: Path, pos: Position, best: Optional[BestEpoch] = None,
                     average: Optional[EpochAverage] = None) -> None:
     t0 = time.perf_counter()
-    # Both before the checkpoint that names them, so its best epoch and its mean are always on disk;
-    # the mean first, so that a best epoch that is the mean is a link to its file.
+    # The best epoch and the mean both reach the disk before the checkpoint that names them; the
+    # mean first, so that a best epoch that is the mean is a link to its file.
     if average is not None:
         write_average(net, run_dir, average)
         pos.average = average.state()
-    if best is not None:
-        best.write(net, run_dir, same_file=mean_on_disk(run_dir, average))
     metrics = run_dir / METRICS
     pos.metrics_bytes = metrics.stat().st_size if metrics.exists() else 0
     pos.checkpoints += 1
     # The file records the time of the writes before it; this one's is added once it is written.
-    net.save(run_dir / CHECKPOINT, extra={"position": pos.__dict__})
+    extra = {"position": pos.__dict__}
+    state = net.weights()
+    own = {name: state[name] for name in parameter_names(net)}
+    if best is not None and best.unwritten and best.holds(own):
+        _save_beside_best(net, run_dir, extra, best)
+    else:
+        if best is not None:
+            best.write(net, run_dir, same_file=mean_on_disk(run_dir, average))
+        net.save(run_dir / CHECKPOINT, extra=extra)
     pos.checkpoint_seconds += time.perf_counter() - t0
 
+
+def _save_beside_best(net: Network, run_dir: Path, extra: dict, best: BestEpoch) -> None:
+    """The checkpoint when the best epoch kept is the network as it is now (a run still improving,
+    as debian-rdeps is at its last epoch): best.npz becomes a second name for the checkpoint's
+    file (157 MB fewer there), made before that file takes the checkpoint's name, so that a
+    checkpoint never names a best epoch whose parameters are not on disk. A kill in between leaves
+    the staged file, a temporary that the next run removes."""
+    path = output_file(run_dir / CHECKPOINT, "checkpoint")
+    staged = run_dir / f".{CHECKPOINT}.{os.getpid()}.staged.tmp"
+    try:
+        net.save(staged, extra=extra)
+        best.write_as(net, run_dir, staged)
+        os.replace(staged, path)
+    finally:
+        staged.unlink(missing_ok=True)
+    fsync_folder(run_dir)
 
 
 def load_checkpoint(run_dir: Path, threads: Optional[int] = None) -> tuple[Network, Position]:

@@ -275,13 +275,16 @@ def test_a_best_epoch_that_is_the_mean_is_a_link_to_its_file_and_reads_back_as_i
     _assert_best_file_holds(net, tmp_path, kept)
 
 
-def test_a_best_epoch_that_is_not_the_mean_is_a_file_of_its_own(tmp_path, problem):
+def test_a_best_epoch_that_is_neither_the_mean_nor_the_network_now_is_a_file_of_its_own(tmp_path, problem):
     net, average, best = _averaged(problem, epochs=2)
-    best.keep(net)  # the network's own parameters, not the mean
+    best.keep(net)  # this epoch's own parameters; training goes on past them
+    kept = {name: net.weights()[name].copy() for name in average.parameters()}
+    X, Y, _, _ = problem
+    net.fit(X[:200], Y[:200], epochs=1)
+    average.add(net)
     best_file, average_file = _checkpointed(tmp_path, net, average, best)
-    assert not best_file.samefile(average_file)
-    own = net.weights()
-    _assert_best_file_holds(net, tmp_path, {name: own[name] for name in average.parameters()})
+    assert best_file.stat().st_nlink == 1
+    _assert_best_file_holds(net, tmp_path, kept)
 
 
 def test_without_hard_links_the_best_mean_is_written_as_a_copy(tmp_path, problem, monkeypatch):
@@ -313,3 +316,40 @@ def test_a_mean_file_that_is_a_symbolic_link_is_never_linked_to(tmp_path, proble
     best_file = run_dir / "best.npz"
     assert not best_file.is_symlink() and best_file.stat().st_nlink == 1 and not best_file.samefile(elsewhere)
     assert elsewhere.stat().st_nlink == 1
+
+
+def test_a_best_epoch_that_is_the_network_now_is_a_second_name_for_its_checkpoint(tmp_path, problem):
+    from slide.atomic_files import remove_stale_temporaries
+    from slide.runs.checkpoint import checkpoint_position
+
+    net, average, best = _averaged(problem, epochs=2)
+    best.keep(net)  # a run still improving: its last epoch's own parameters are the best
+    best_file, _ = _checkpointed(tmp_path, net, average, best)
+    assert best_file.samefile(tmp_path / "checkpoint.npz")
+    assert checkpoint_position(tmp_path).checkpoints == 1
+    assert not list(tmp_path.glob(".*.tmp"))
+    own = net.weights()
+    _assert_best_file_holds(net, tmp_path, {name: own[name].copy() for name in average.parameters()})
+    (tmp_path / ".checkpoint.npz.123.staged.tmp").write_bytes(b"left by a kill")
+    assert [p.name for p in remove_stale_temporaries(tmp_path)] == [".checkpoint.npz.123.staged.tmp"]
+
+
+def test_a_checkpoint_that_fails_beside_its_best_leaves_the_last_one_whole(tmp_path, problem, monkeypatch):
+    import os
+
+    net, average, best = _averaged(problem, epochs=2)
+    _checkpointed(tmp_path, net, average, best)  # nothing kept yet: a checkpoint of its own
+    before = (tmp_path / "checkpoint.npz").read_bytes()
+    best.keep(net)
+    real_replace = os.replace
+
+    def full_disk(source, target):
+        if str(source).endswith(".staged.tmp"):
+            raise OSError(28, "No space left on device")
+        return real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        _checkpointed(tmp_path, net, average, best)
+    assert (tmp_path / "checkpoint.npz").read_bytes() == before
+    assert not list(tmp_path.glob(".*.tmp"))
