@@ -40,23 +40,16 @@ class BestEpoch:
         """Whether the kept parameters are newer than best.npz."""
         return self._unwritten
 
-    def write(self, net: Any, run_dir: Path, same_file: Optional[tuple[Path, dict[str, np.ndarray]]] = None) -> None:
+    def write(self, net: Any, run_dir: Path) -> None:
         """Write the kept parameters to best.npz if they are newer than the file: a model file of
-        `net`'s configuration whose tables are rebuilt from those parameters when it is loaded.
-        `same_file`: (a model file of `net` in `run_dir`, the parameters it holds), as the epoch
-        mean's average.npz. Where those are the kept parameters (the best model is the mean of the
-        epochs so far, as at the end of most runs), best.npz is a hard link to that file instead of
-        a second copy of the same bytes (144 MB on debian-deps)."""
-        if not self._unwritten:
-            return
-        if same_file is not None and self.holds(same_file[1]):
-            self.write_as(net, run_dir, same_file[0])
-        else:
+        `net`'s configuration whose tables are rebuilt from those parameters when it is loaded."""
+        if self._unwritten:
             self._save(net, run_dir)
 
     def write_as(self, net: Any, run_dir: Path, same_file: Path) -> None:
-        """best.npz as a hard link to `same_file`, a model file in `run_dir` that the caller knows
-        holds the kept parameters (written as a copy where the file system has no hard links)."""
+        """best.npz as a hard link to `same_file`, a model file in `run_dir` that holds the kept
+        parameters (`holds`), instead of a second copy of the same bytes; written as a copy where
+        the file system has no hard links."""
         if not atomic_link(same_file, run_dir / BEST):
             self._save(net, run_dir)
         self._unwritten = False

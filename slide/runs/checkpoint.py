@@ -39,14 +39,23 @@ def save_checkpoint(net: Network, run_dir: Path, pos: Position, best: Optional[B
     # The file records the time of the writes before it; this one's is added once it is written.
     extra = {"position": pos.__dict__}
     state = net.weights()
-    own = {name: state[name] for name in parameter_names(net)}
-    if best is not None and best.unwritten and best.holds(own):
+    if best is not None and best.unwritten and best.holds({name: state[name] for name in parameter_names(net)}):
         _save_beside_best(net, run_dir, extra, best)
     else:
         if best is not None:
-            best.write(net, run_dir, same_file=mean_on_disk(run_dir, average))
+            _write_best(net, run_dir, best, average)
         net.save(run_dir / CHECKPOINT, extra=extra)
     pos.checkpoint_seconds += time.perf_counter() - t0
+
+
+def _write_best(net: Network, run_dir: Path, best: BestEpoch, average: Optional[EpochAverage]) -> None:
+    """best.npz, as a link to average.npz where the best model is the mean it holds (as at the end
+    of most debian-deps runs: 144 MB fewer), else as a file of its own (if newer than the last)."""
+    mean = mean_on_disk(run_dir, average)
+    if best.unwritten and mean is not None and best.holds(mean[1]):
+        best.write_as(net, run_dir, mean[0])
+    else:
+        best.write(net, run_dir)
 
 
 def _save_beside_best(net: Network, run_dir: Path, extra: dict, best: BestEpoch) -> None:
