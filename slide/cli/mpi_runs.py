@@ -44,7 +44,7 @@ def check_mpi_resume(run_dir: Path, cfg: dict) -> None:
 
 # Settings of a single process's run loop (slide.runs), which an MPI run does not have: it evaluates
 # on validation and checkpoints at every epoch's end, and tests on the whole test file at the end.
-IGNORED = ("eval_every", "eval_samples", "final_eval_samples", "eval_budget", "checkpoint_every")
+IGNORED = ("eval_every", "eval_samples", "final_eval_samples", "eval_budget", "checkpoint_every", "end_checkpoint_after")
 
 
 def refuse_settings(cfg: dict, args: argparse.Namespace) -> None:

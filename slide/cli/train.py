@@ -97,6 +97,7 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
                                 averaging=cfg.get("averaging") or NO_AVERAGING,
                                 # runs from before these settings existed resume with their defaults
                                 eval_budget=cfg.get("eval_budget", RUN["eval_budget"].default),
+                                end_checkpoint_after=_end_checkpoint_after(cfg),
                                 final_model_optimizer=cfg.get("final_model_optimizer", False))
     try:
         final = runs.run(net, stream, source.test, run_dir, settings, pos, title=source.title,
@@ -147,11 +148,13 @@ def _resumed(args: argparse.Namespace, hold: contextlib.ExitStack) -> tuple:
                                  input_dim=source.input_dim, output_dim=source.output_dim)
         net, pos = runs.load_checkpoint(run_dir, threads=flags.get("threads"))
         print(f"resuming {run_dir} at epoch {pos.epoch + 1}, {pos.samples:,} samples trained", flush=True)
-    else:  # killed before its first checkpoint: the seed reproduces the start exactly
+    else:  # killed before its first checkpoint, or too short to write one: the seed reproduces the start exactly
         if "threads" in flags:
             cfg["threads"] = flags["threads"]
         net, pos = build_network(cfg, source), None
-        print(f"{run_dir} has no checkpoint yet; starting its run from the beginning", flush=True)
+        print(f"{run_dir} has no checkpoint (a run writes its first after checkpoint_every, "
+              f"{cfg['checkpoint_every']:g} s, or at its end after end_checkpoint_after, "
+              f"{_end_checkpoint_after(cfg):g} s); starting its run from the beginning", flush=True)
     if "epochs" in flags:  # the run now plans this many: `slide info` and later resumes go by it
         runs.write_config(run_dir, {**runs.read_config(run_dir), "epochs": flags["epochs"]})
     return cfg, run_dir, source, net, pos
@@ -198,3 +201,7 @@ def _time_report(final: dict) -> str:
     return (f"time: training {train:,.1f}s ({share(train)}), evaluation during training {ev:,.1f}s "
             f"({final['evaluations'] - 1} run, {share(ev)}), checkpoints {ck:,.1f}s ({final['checkpoints']} "
             f"written, {share(ck)}), {after}final evaluation and model.npz {end:,.1f}s ({share(end)})")
+
+
+def _end_checkpoint_after(cfg: dict) -> float:
+    return cfg.get("end_checkpoint_after", RUN["end_checkpoint_after"].default)  # runs from before it existed

@@ -208,8 +208,9 @@ class RunLoop:
             line += " (best)" if record["best"] else ""
         print(line, flush=True)
         self._stop_early()
-        if pos.epoch >= s.epochs or pos.stopped_early or \
-                time.perf_counter() - self.last_checkpoint >= s.checkpoint_every:
+        ended = pos.epoch >= s.epochs or pos.stopped_early
+        interval = min(s.checkpoint_every, s.end_checkpoint_after) if ended else s.checkpoint_every
+        if time.perf_counter() - self.last_checkpoint >= interval:
             self._checkpoint()
 
     def _stop_early(self) -> None:

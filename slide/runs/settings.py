@@ -16,6 +16,8 @@ class RunSettings:
     eval_every: int            # samples between periodic evaluations
     eval_samples: int          # test points in a periodic evaluation
     checkpoint_every: float    # seconds between checkpoints
+    # the end of a run writes one only after this long since the last (or checkpoint_every if less)
+    end_checkpoint_after: float = RUN["end_checkpoint_after"].default
     final_eval_samples: Optional[int] = None  # None: the whole test set
     # Test evaluations during training (periodic and at epoch ends) run only while their time is at
     # most this share of the training time so far; None: always. The final one always runs.
@@ -32,8 +34,8 @@ class RunSettings:
 
     def check(self) -> None:
         """ValueError naming the first setting out of its range (settings.RUN)."""
-        for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "on_divergence",
-                     "monitor", "averaging"):
+        for name in ("epochs", "batch_size", "eval_every", "eval_samples", "checkpoint_every", "end_checkpoint_after",
+                     "on_divergence", "monitor", "averaging"):
             RUN[name].check(getattr(self, name))
         for name in ("final_eval_samples", "early_stopping", "eval_budget"):
             if getattr(self, name) is not None:

@@ -24,7 +24,8 @@ def run(*args, cwd=None, env=None):
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "r"
-    r = run("train", *FAST, "--epochs", "2", "--out", out)
+    # a checkpoint at the end, though the run is short (end_checkpoint_after), for the tests that read it
+    r = run("train", *FAST, "--epochs", "2", "--out", out, "--set", "end_checkpoint_after=0")
     assert r.returncode == 0, r.stderr
     return out, r
 
@@ -56,6 +57,22 @@ def test_train_default_fills_the_run_folder(trained_run):
     assert records[-1]["P@1"] > 0.3 and all(r["wall_seconds"] >= 0 for r in records)
     config = json.loads((out / "config.json").read_text())
     assert config["dataset"] == "default" and config["epochs"] == 2 and config["lsh"]["k"] == 3
+
+
+def test_a_short_run_writes_no_checkpoint_at_its_end_and_its_resume_starts_again(tmp_path):
+    out = tmp_path / "r"
+    r = run("train", *FAST, "--epochs", "1", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "checkpoints 0.0s (0 written" in r.stdout
+    assert not {"checkpoint.npz", "best.npz", "average.npz"} & set(os.listdir(out))
+    r = run("info", out)
+    assert r.returncode == 0, r.stderr
+    r = run("train", "--resume", out, "--epochs", "2", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "has no checkpoint (a run writes its first after checkpoint_every, 600 s, or at its end after " \
+           "end_checkpoint_after, 30 s); starting its run from the beginning" in r.stdout
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records if r["kind"] == "epoch"] == [1, 2] and records[-1]["kind"] == "final"
 
 
 def test_a_short_run_draws_its_plot_when_asked(tmp_path):

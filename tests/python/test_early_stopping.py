@@ -157,7 +157,7 @@ def test_cli_validation_split_early_stopping_and_the_best_model(tmp_path):
                       'lr_schedule = "constant"\nrerank = 0\n')
     r = run("train", "--quiet", "--threads", "1", "--train", tmp_path / "train.txt", "--test", tmp_path / "test.txt",
             "--config", config, "--epochs", "30", "--lr", "0.05", "--validation-split", "0.2", "--early-stopping", "2",
-            "--out", out)
+            "--out", out, "--set", "end_checkpoint_after=0")  # a checkpoint at the end: the stopped run resumes below
     assert r.returncode == 0, r.stderr
     assert "300 held out for validation" in r.stdout and "the best on validation (P@1)" in r.stdout
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -125,7 +125,7 @@ def files(tmp_path_factory):
 
 def _train(files, out, *flags):
     return run("train", *FAST, "--train", files / "train.txt", "--test", files / "test.txt", "--out", out,
-               "--validation-split", "0.2", "--averaging", "swa", *flags)
+               "--validation-split", "0.2", "--averaging", "swa", "--set", "end_checkpoint_after=0", *flags)
 
 
 def test_a_run_averages_says_so_and_resumes_with_its_mean(tmp_path, files):

@@ -50,6 +50,7 @@ def test_interrupt_during_evaluation_checkpoints_and_resumes_bit_for_bit(tmp_pat
 def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_path, capsys):
     net, train, test, settings = _setup()
     settings.eval_budget, settings.epochs = 0.0, 3
+    settings.end_checkpoint_after = 0.0  # a checkpoint at the end, for its seconds
     final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
     records = runs.read_metrics(tmp_path)
     kinds = [r["kind"] for r in records]
@@ -66,10 +67,27 @@ def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_
 def test_checkpoints_follow_the_interval_and_the_end_of_the_run_not_every_epoch(tmp_path):
     net, train, test, settings = _setup()
     settings.epochs = 3  # checkpoint_every=1e9: only the end of the run writes one
+    settings.end_checkpoint_after = 0.0
     final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
     assert final["checkpoints"] == 1
     resumed, pos = runs.load_checkpoint(tmp_path)
     assert pos.epoch == 3 and pos.samples == 3 * len(train)
+
+    # By default a run that ends within end_checkpoint_after of its start writes none at its end
+    # (nor the best epoch or the mean beside it) ...
+    net, train, test, settings = _setup()
+    assert settings.end_checkpoint_after == 30.0
+    (tmp_path / "short").mkdir()
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / "short", settings,
+                     validation=test)
+    assert final["checkpoints"] == 0 and final["checkpoint_seconds"] == 0
+    assert sorted(p.name for p in (tmp_path / "short").iterdir()) == [runs.METRICS, runs.MODEL]
+    # ... nor with end_checkpoint_after above the time since its last, but one at checkpoint_every if less.
+    net, train, test, settings = _setup()
+    settings.checkpoint_every, settings.end_checkpoint_after = 0.0, 1e9
+    (tmp_path / "interval").mkdir()
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / "interval", settings)
+    assert runs.load_checkpoint(tmp_path / "interval")[1].epoch == settings.epochs
 
     net, train, test, settings = _setup()
     settings.checkpoint_every = 0.0  # at every epoch end (and after every piece)
@@ -83,7 +101,7 @@ def test_the_final_model_leaves_out_the_optimizer_state_unless_asked(tmp_path):
 
     for keep in (False, True):
         net, train, test, settings = _setup()
-        settings.final_model_optimizer = keep
+        settings.final_model_optimizer, settings.end_checkpoint_after = keep, 0.0
         (tmp_path / str(keep)).mkdir()
         runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / str(keep), settings)
         assert read_header(tmp_path / str(keep) / runs.MODEL)["include_optimizer"] is keep

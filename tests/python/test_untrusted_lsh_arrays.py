@@ -169,7 +169,8 @@ def test_sparse_predict_on_a_hostile_file_exits_2_naming_the_array(saved, tmp_pa
 @pytest.mark.parametrize("case", ["ids far out of range", "codes far out of range", "order with a repeat"])
 def test_resume_from_a_crafted_checkpoint_exits_2(tmp_path_factory, tmp_path, case):
     out = tmp_path_factory.mktemp("runs") / "r"
-    r = run("train", *FAST, "--train-samples", "1500", "--test-samples", "200", "--epochs", "1", "--out", out)
+    r = run("train", *FAST, "--train-samples", "1500", "--test-samples", "200", "--epochs", "1", "--out", out,
+            "--set", "end_checkpoint_after=0")
     assert r.returncode == 0, r.stderr
     checkpoint = out / "checkpoint.npz"
     assert "lsh.ids" in str(read_header(checkpoint)["checksums"]), "the default run must be a sampled network"

@@ -46,7 +46,7 @@ def refused(capsys, argv, *expected: str) -> str:
 def template(tmp_path_factory) -> Path:
     """A finished one-epoch run (config.json, metrics.jsonl, checkpoint.npz, model.npz)."""
     out = tmp_path_factory.mktemp("template") / "run"
-    assert main(["train", *SMALL, "--epochs", "1", "--out", str(out)]) == 0
+    assert main(["train", *SMALL, "--epochs", "1", "--out", str(out), "--set", "end_checkpoint_after=0"]) == 0
     return out
 
 

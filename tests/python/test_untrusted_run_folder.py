@@ -33,7 +33,7 @@ def template_run(tmp_path_factory, files):
     """A finished one-epoch run, copied by the tests that change it."""
     out = tmp_path_factory.mktemp("runs") / "r"
     r = run("train", *FAST, "--train", files / "train.txt", "--test", files / "test.txt", "--epochs", "1",
-            "--set", "network.hidden=[16]", "--out", out)
+            "--set", "network.hidden=[16]", "--out", out, "--set", "end_checkpoint_after=0")
     assert r.returncode == 0, r.stderr
     return out
 
@@ -316,7 +316,7 @@ def test_a_folder_holding_only_a_lock_is_a_new_run_folder(tmp_path):
 def test_a_checkpoint_copied_from_another_run_is_refused(tmp_path, template_run, files):
     other = tmp_path / "other"
     r = run("train", *FAST, "--train", files / "train.txt", "--test", files / "test.txt", "--epochs", "1",
-            "--set", "network.hidden=[24]", "--out", other)
+            "--set", "network.hidden=[24]", "--out", other, "--set", "end_checkpoint_after=0")
     assert r.returncode == 0, r.stderr
     out = copy_run(template_run, tmp_path)
     shutil.copy(other / runs.CHECKPOINT, out / runs.CHECKPOINT)
