@@ -16,6 +16,7 @@ from ._inputs import MAX_DIM
 
 MAX_SEED = 2**64 - 1
 
+
 @dataclass(frozen=True)
 class Setting:
     name: str
