@@ -6,7 +6,7 @@ users pick (omikuji, napkinXC) end in one linear classifier per label over every
 which can hold which few words identify a label. The re-ranker adds exactly that, where it is
 cheap: only for the labels the network already shortlists. Its weights live in one hashed table
 (the hashing trick for many tasks, Weinberger et al. 2009: slot and sign hashed from (label,
-feature)), so its memory is fixed (4 bytes x 2^bits) whatever the number of labels; and it is
+feature)), so its memory is bounded (4 bytes x 2^bits, `table_bits`) whatever the number of labels; and it is
 trained after the network, on each training point's shortlist (the network's top `shortlist`
 labels, or HINGE_SHORTLIST_FACTOR times as many for the squared hinge, and the point's own).
 Each label's classifier is the L2-regularised squared hinge over the points that shortlist it,
@@ -35,7 +35,15 @@ import scipy.sparse as sp
 from ._core import reranker_dual_cd, reranker_epoch, reranker_label_points, reranker_scores
 from .datasets.synthetic import unit_rows
 
-BITS = 24  # 2^24 slots (64 MiB): on debian-deps 2^26 scored within 0.001 P@1 of it
+BITS = 24  # at most 2^24 slots (64 MiB): on debian-deps 2^26 scored within 0.001 P@1 of it
+# ... and no more than 2^PAIR_SLOT_BITS slots for each (label, feature) pair the inputs and labels
+# could make, so a small problem gets a small table: Corel5k's 374 labels x 499 features in 2^22
+# slots (16 MiB), its fusion step 0.30 -> 0.24 s and the same test P@1 / P@5 within 0.001 (0.4327 /
+# 0.2694 -> 0.4320 / 0.2707), Delicious' 983 x 500 in 2^23 (0.6901 / 0.5814 -> 0.6912 / 0.5809;
+# three seeds against six, by script at c5531b6). Four slots a pair (2^20 for Corel5k) scored within
+# 0.002 too, but a hashed table keeps room against collisions; and never fewer than 2^MIN_BITS
+# slots (8 MiB), where a few hundred pairs would still meet in a table sized to them.
+PAIR_SLOT_BITS, MIN_BITS = 4, 20
 EPOCHS = 3
 LEARNING_RATE = 0.2
 # Re-ranker weights `pick_weights` tries, beside the vote's; 0 is the network (and vote) alone.
@@ -96,6 +104,14 @@ HINGE_SHORTLIST_FACTOR = 4
 OUTSIDE_SCORE = -1.0
 
 
+def table_bits(n_features: int, n_labels: int) -> int:
+    """log2 of the slots of a re-ranker's table over these inputs and labels: BITS, or fewer (down
+    to MIN_BITS) where they make fewer pairs (PAIR_SLOT_BITS). Every rank of an MPI run derives the
+    same."""
+    pairs = max(1, int(n_features) * int(n_labels))
+    return min(BITS, max(MIN_BITS, (pairs - 1).bit_length() + PAIR_SLOT_BITS))
+
+
 def check_c(c: object) -> None:
     """ValueError unless `c` is a positive finite number: the squared hinge's C."""
     if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or not (c > 0 and np.isfinite(c)):
@@ -116,20 +132,21 @@ def hinge_cs(points_per_label: float) -> tuple[float, ...]:
 
 class ShortlistReranker:
     """Per-label linear classifiers over `n_features` inputs for `n_labels` labels, hashed into
-    2^`bits` slots, scoring the network's top `shortlist` labels. `trained_on` (at least
+    2^`bits` slots (by default `table_bits`'), scoring the network's top `shortlist` labels. `trained_on` (at least
     `shortlist`; by default `shortlist`) is how many of the network's best labels each training
     point's list held: labels below them score OUTSIDE_SCORE."""
 
-    def __init__(self, n_features: int, n_labels: int, shortlist: int, bits: int = BITS,
+    def __init__(self, n_features: int, n_labels: int, shortlist: int, bits: "int | None" = None,
                  trained_on: "int | None" = None) -> None:
-        self.n_features, self.n_labels, self.shortlist, self.bits = int(n_features), int(n_labels), int(shortlist), bits
+        self.n_features, self.n_labels, self.shortlist = int(n_features), int(n_labels), int(shortlist)
+        self.bits = table_bits(self.n_features, self.n_labels) if bits is None else int(bits)
         self.trained_on = self.shortlist if trained_on is None else int(trained_on)
         if not self.shortlist <= self.trained_on <= self.n_labels:
             raise ValueError(f"trained_on must be in [shortlist ({self.shortlist}), n_labels ({self.n_labels})], "
                              f"got {self.trained_on}")
         # (weight, Adagrad's sum of squared gradients) per slot and per label's bias, side by side
         # so that a training step misses the cache once; only the weights are saved.
-        self.slots = np.zeros((1 << bits, 2), np.float32)
+        self.slots = np.zeros((1 << self.bits, 2), np.float32)
         self.bias = np.zeros((self.n_labels, 2), np.float32)
         # The squared hinge's C the weights were last solved at (`fit_hinge`); None for Adagrad's
         # or a file's weights (model files do not keep it: prediction does not need it).
