@@ -132,7 +132,7 @@ def hinge_cs(points_per_label: float) -> tuple[float, ...]:
 
 class ShortlistReranker:
     """Per-label linear classifiers over `n_features` inputs for `n_labels` labels, hashed into
-    2^`bits` slots (by default `table_bits`'), scoring the network's top `shortlist` labels. `trained_on` (at least
+    2^`bits` slots (`table_bits` by default), scoring the network's top `shortlist` labels. `trained_on` (at least
     `shortlist`; by default `shortlist`) is how many of the network's best labels each training
     point's list held: labels below them score OUTSIDE_SCORE."""
 

@@ -168,9 +168,9 @@ NETWORK = _table(
             "(cosine of the network's top hidden layer) or both (the two votes averaged)",
             choices=("input", "hidden", "both"), flag="--neighbour-space", default="both"),
     Setting("rerank", "int", "N: after the network, per-label linear classifiers over the input features (hashed, "
-            "at most 64 MiB) are trained on each point's N best labels (slide.reranker.HINGE_SHORTLIST_FACTOR x N with the "
-            "points in memory in one process) and its own, and re-score each prediction's N best (slide.reranker); 0: off", 0, 1000, flag="--rerank",
-            default=0),
+            "at most 64 MiB) are trained on each point's N best labels (slide.reranker.HINGE_SHORTLIST_FACTOR x N "
+            "with the points in memory in one process) and its own, and re-score each prediction's N best "
+            "(slide.reranker); 0: off", 0, 1000, flag="--rerank", default=0),
     Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
             "score; with validation data, training picks it from 0 to 64", 0, 1e6, flag="--rerank-weight",
             default=1.0),
