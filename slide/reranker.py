@@ -81,6 +81,13 @@ HINGE_TOLERANCE = 0.1
 # alone against 0.2152 / 0.1040 with both, its fusion step 4.1-4.2 s against 4.9-5.6 s (at 32fe96f:
 # 0.2160 / 0.1039 against 0.2159 / 0.1038).
 HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
+# Between FEW_POINTS_PER_LABEL and MANY_POINTS_PER_LABEL one C is solved, and a smaller one than
+# HINGE_C fuses as well and solves sooner (slide with no flags, test P@1 / P@5, means of three
+# seeds, by script at 00d0872, against C 1): debian-deps 0.7037 / 0.3693 -> 0.7046 / 0.3692,
+# debian-deps-by-source 0.6455 / 0.3254 -> 0.6455 / 0.3264, each fusion step 0.6-0.8 s shorter
+# (6.4-6.7 s -> 5.8 s). At 06a6c5f on the Intel host: 0.704 / 0.366 -> 0.703 / 0.366 and 0.645 /
+# 0.324 -> 0.646 / 0.325.
+HINGE_C_BETWEEN = 0.5
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
 FEW_POINTS_PER_LABEL = 75  # between debian-rdeps' 45 and debian-deps' 120
 # The squared hinge trains on each point's top HINGE_SHORTLIST_FACTOR x `shortlist` labels, while
@@ -121,13 +128,13 @@ def check_c(c: object) -> None:
 def hinge_cs(points_per_label: float) -> tuple[float, ...]:
     """The C's solved for training lists holding this many points per label (mean over the labels
     that have any), compared on held-out points where there are two: the first is kept unless the
-    second fuses strictly better. HINGE_C, and from MANY_POINTS_PER_LABEL on HINGE_C_MANY_POINTS
-    beside it; below FEW_POINTS_PER_LABEL HINGE_C_FEW_POINTS alone."""
+    second fuses strictly better. From MANY_POINTS_PER_LABEL on HINGE_C and HINGE_C_MANY_POINTS;
+    below FEW_POINTS_PER_LABEL HINGE_C_FEW_POINTS alone; between them HINGE_C_BETWEEN alone."""
     if points_per_label >= MANY_POINTS_PER_LABEL:
         return HINGE_C, HINGE_C_MANY_POINTS
     if points_per_label < FEW_POINTS_PER_LABEL:
         return (HINGE_C_FEW_POINTS,)
-    return (HINGE_C,)
+    return (HINGE_C_BETWEEN,)
 
 
 class ShortlistReranker:

@@ -12,8 +12,8 @@ from slide._core import reranker_epoch, reranker_scores
 from slide.datasets import make_train_test
 from slide.datasets.synthetic import unit_rows
 from slide.model_file import ModelFileError, read_arrays, read_header, write_model
-from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_FEW_POINTS, MANY_POINTS_PER_LABEL, WEIGHTS,
-                            LabelPoints, ShortlistReranker, hinge_cs)
+from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_BETWEEN, HINGE_C_FEW_POINTS, MANY_POINTS_PER_LABEL,
+                            WEIGHTS, LabelPoints, ShortlistReranker, hinge_cs)
 
 M64 = (1 << 64) - 1
 
@@ -328,7 +328,7 @@ def test_ranks_pick_the_c_of_every_ranks_lists_together():
         share = slice(0, 100) if r == 0 else slice(100, None)
         return reranker_training.lists_c(_ranked_net(comm, candidates[share]),
                                          LabelPoints.of(candidates[share], Y[share], 20))
-    assert _on_two_ranks(rank) == [HINGE_C, HINGE_C]
+    assert _on_two_ranks(rank) == [HINGE_C_BETWEEN, HINGE_C_BETWEEN]
     assert reranker_training.lists_c(_ranked_net(None, candidates[:100]),
                                      LabelPoints.of(candidates[:100], Y[:100], 20)) == HINGE_C_FEW_POINTS
 

@@ -13,17 +13,18 @@ from slide.datasets import make_train_test
 from slide.neighbours import pick_weights
 from slide.prediction import reranker_training
 from slide.prediction.fused import VotedNetwork
-from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS,
+from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_BETWEEN, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS,
                             HINGE_SHORTLIST_FACTOR, MANY_POINTS_PER_LABEL, WEIGHTS, LabelPoints, ShortlistReranker,
                             hinge_cs)
 
 
 def test_the_cs_compared_follow_the_points_per_label():
-    assert HINGE_C_MANY_POINTS < HINGE_C < HINGE_C_FEW_POINTS
+    assert HINGE_C_MANY_POINTS < HINGE_C_BETWEEN < HINGE_C < HINGE_C_FEW_POINTS
     assert hinge_cs(3_500) == hinge_cs(MANY_POINTS_PER_LABEL) == (HINGE_C, HINGE_C_MANY_POINTS)
     assert hinge_cs(45) == hinge_cs(FEW_POINTS_PER_LABEL - 1) == (HINGE_C_FEW_POINTS,)
-    # in between (debian-deps' 120) C 1 won every time: one solve
-    assert hinge_cs(120) == hinge_cs(FEW_POINTS_PER_LABEL) == hinge_cs(MANY_POINTS_PER_LABEL - 1) == (HINGE_C,)
+    # in between (debian-deps' 120) one solve, at C 0.5
+    assert hinge_cs(120) == hinge_cs(FEW_POINTS_PER_LABEL) == hinge_cs(MANY_POINTS_PER_LABEL - 1) == \
+        (HINGE_C_BETWEEN,)
 
 
 def test_points_per_label_counts_only_the_labels_that_have_points():
@@ -150,7 +151,7 @@ def test_a_run_records_and_prints_the_c_it_picked(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0
     final = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "final"][-1]
-    assert final["rerank_c"] in (HINGE_C, HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS)
+    assert final["rerank_c"] in (HINGE_C, HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS, HINGE_C_BETWEEN)
     assert f"weight {final['rerank_weight']:g}, C {final['rerank_c']:g} (the best on validation" in out
     assert json.loads((tmp_path / "run" / "config.json").read_text())["network"]["rerank"] > 0
 
