@@ -38,11 +38,11 @@ from .datasets.synthetic import unit_rows
 BITS = 24  # at most 2^24 slots (64 MiB): on debian-deps 2^26 scored within 0.001 P@1 of it
 # ... and no more than 2^PAIR_SLOT_BITS slots for each (label, feature) pair the inputs and labels
 # could make, so a small problem gets a small table: Corel5k's 374 labels x 499 features in 2^22
-# slots (16 MiB), its fusion step 0.30 -> 0.24 s and the same test P@1 / P@5 within 0.001 (0.4327 /
+# slots (16 MiB), its fusion step 0.30 -> 0.24 s and the same test P@1 / P@5 within 0.002 (0.4327 /
 # 0.2694 -> 0.4320 / 0.2707), Delicious' 983 x 500 in 2^23 (0.6901 / 0.5814 -> 0.6912 / 0.5809;
 # three seeds against six, by script at c5531b6). Four slots a pair (2^20 for Corel5k) scored within
 # 0.002 too, but a hashed table keeps room against collisions; and never fewer than 2^MIN_BITS
-# slots (8 MiB), where a few hundred pairs would still meet in a table sized to them.
+# slots (4 MiB), where a few hundred pairs would still meet in a table sized to them.
 PAIR_SLOT_BITS, MIN_BITS = 4, 20
 EPOCHS = 3
 LEARNING_RATE = 0.2
