@@ -82,11 +82,11 @@ HINGE_TOLERANCE = 0.1
 # 0.2160 / 0.1039 against 0.2159 / 0.1038).
 HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
 # Between FEW_POINTS_PER_LABEL and MANY_POINTS_PER_LABEL one C is solved, and a smaller one than
-# HINGE_C fuses as well and solves sooner (slide with no flags, test P@1 / P@5, means of three
-# seeds, by script at 00d0872, against C 1): debian-deps 0.7037 / 0.3693 -> 0.7046 / 0.3692,
-# debian-deps-by-source 0.6455 / 0.3254 -> 0.6455 / 0.3264, each fusion step 0.6-0.8 s shorter
-# (6.4-6.7 s -> 5.8 s). At 06a6c5f on the Intel host: 0.704 / 0.366 -> 0.703 / 0.366 and 0.645 /
-# 0.324 -> 0.646 / 0.325.
+# HINGE_C fuses as well (slide with no flags, test P@1 / P@5, means of three seeds, by script at
+# 00d0872, against C 1): debian-deps 0.7037 / 0.3693 -> 0.7046 / 0.3692, debian-deps-by-source
+# 0.6455 / 0.3254 -> 0.6455 / 0.3264; its solve took 2.1-2.2 s there against 2.4-2.9 s, but the
+# suite's fusion steps were 6.0-6.1 s at C 0.5 (a51bafb) and at C 1 (fead18c) alike. At 06a6c5f on
+# the Intel host: 0.704 / 0.366 -> 0.703 / 0.366 and 0.645 / 0.324 -> 0.646 / 0.325.
 HINGE_C_BETWEEN = 0.5
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
 FEW_POINTS_PER_LABEL = 75  # between debian-rdeps' 45 and debian-deps' 120
