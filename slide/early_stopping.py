@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import small_pages
 from .optimizers import is_optimizer_state
 
 
@@ -81,7 +82,8 @@ def snapshot(net: Any, into: Optional[dict[str, np.ndarray]] = None) -> dict[str
     written over `into` (an earlier snapshot of a network of the same shape, returned) where it
     fits. Validation snapshots the parameters several times an epoch, and copying into fresh
     arrays costs their new pages too: the 11 snapshots of a debian-deps run at hidden 256 (75 MB
-    each) took 0.28-0.73 s into new arrays and 0.13-0.15 s into kept ones (by script, 3 tries)."""
+    each) took 0.28-0.73 s into new arrays and 0.13-0.15 s into kept ones (by script, 3 tries).
+    New arrays are on small pages (`slide.small_pages`): they are only copied in and out."""
     state = net.weights()
     names = parameter_names(net)
     if into is not None and into.keys() == set(names) and all(
@@ -89,7 +91,7 @@ def snapshot(net: Any, into: Optional[dict[str, np.ndarray]] = None) -> dict[str
         for name in names:
             np.copyto(into[name], state[name])
         return into
-    return {name: np.array(state[name], copy=True) for name in names}
+    return {name: small_pages.copy(state[name]) for name in names}
 
 
 def restore(net: Any, saved: dict[str, np.ndarray], tables: bool = True) -> None:

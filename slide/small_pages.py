@@ -1,0 +1,41 @@
+"""New arrays on ordinary 4 KiB pages, for large buffers that are written once and then read in
+order: snapshots of a network's parameters and their running mean.
+
+NumPy asks for transparent huge pages for every array of 4 MiB or more. The engine wants them for
+its weights (random rows, `cpp/common/aligned_array.h`), but a buffer that is only ever copied in
+and out gains nothing from them, and on a virtual machine whose free memory goes back to its host
+(free page reporting) the first touch of each new 2 MiB page costs far more than 512 small ones: on
+the suite's host, after building a debian-rdeps network, a new 59 MB array took 0.13 s to fill on
+huge pages and 0.034 s on small ones (benches/small_pages.py), and validation's three first
+snapshots of a run's 80 MB of parameters were 0.52 s of its 1.15 s (cProfile, one run).
+"""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+# Below this NumPy never asks for huge pages, so an ordinary array is the same.
+HUGE_PAGE_ADVICE_FROM = 4 << 20
+
+
+def empty(shape: "int | tuple[int, ...]", dtype: "np.dtype | type") -> np.ndarray:
+    """An uninitialised, writable, C-contiguous array of `shape` and `dtype` on small pages where
+    the platform can say so (Linux), else `np.empty`. The memory is returned when the array goes."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    nbytes = count * dtype.itemsize
+    advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
+    if nbytes < HUGE_PAGE_ADVICE_FROM or advice is None:
+        return np.empty(shape, dtype)
+    region = mmap.mmap(-1, nbytes)
+    region.madvise(advice)
+    return np.frombuffer(region, dtype, count).reshape(shape)
+
+
+def copy(values: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `values` in a new `empty` array."""
+    out = empty(values.shape, values.dtype)
+    np.copyto(out, values)
+    return out
