@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/aligned_array.h"
 #include "common/sparse_view.h"
 #include "distributed/collective.h"
 #include "nn/batch_workspace.h"
@@ -63,6 +64,9 @@ class Network {
   // sample: a dense output layer, or a sampled one with lsh.batch_active > 0.
   bool trains_shared_batches() const;
   BatchWorkspace& batch_workspace();
+  // The output layer's rows rounded to BF16 for an exact scan (train/inference.cpp), rewritten by
+  // every scan and kept between them: one new buffer a scan cost its pages' first touch each time.
+  AlignedArray<bf16>& scan_weights_bf16() { return scan_weights_bf16_; }
   // Under MPI, the ranks this network trains with (it holds config().output_shard of the output
   // layer); null for a single process.
   void set_collective(std::shared_ptr<Collective> c) { collective_ = std::move(c); }
@@ -85,6 +89,7 @@ class Network {
   std::vector<std::uint8_t> in_batch_;  // output-width marks, reset after each batch
   NegativePool pool_;
   std::unique_ptr<BatchWorkspace> workspace_;
+  AlignedArray<bf16> scan_weights_bf16_;
   std::shared_ptr<Collective> collective_;
 };
 

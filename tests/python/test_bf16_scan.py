@@ -55,6 +55,22 @@ def test_bf16_scan_is_the_top_k_of_the_bf16_products(problem, k):
     assert not np.allclose(scores, exact, rtol=1e-6, atol=0)
 
 
+@needs_native
+def test_bf16_scan_rounds_the_weights_as_they_are_at_each_scan(problem):
+    """The network keeps the rounded weights between scans (a new buffer each scan cost its pages'
+    first touch); each scan rounds them again, so one after the weights change sees the new ones."""
+    X = problem[1].X.tocsr()
+    net = _network()
+    first, _ = net._core.predict(X.indptr, X.indices, X.data, 5, True, scan="bf16")
+    w = net.weights()
+    w["layers.0.weight"][...] = -w["layers.0.weight"]
+    net._core.sync_low_precision()
+    ids, scores = net._core.predict(X.indptr, X.indices, X.data, 5, True, scan="bf16")
+    want = _scores(net, X, rounded=True)
+    np.testing.assert_allclose(scores, np.take_along_axis(want, ids, axis=1), rtol=1e-5, atol=1e-4)
+    assert not np.array_equal(ids, first)
+
+
 def test_bf16_scan_is_refused_with_the_normaliser_and_named_when_unknown(problem):
     X = problem[1].X.tocsr()
     net = _network()
