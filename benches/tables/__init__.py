@@ -80,6 +80,7 @@ BLOCKS: dict[str, Block] = {
     "sparse_adam": _one("sparse_adam.json", engine.sparse_adam),
     "neighbour_search": _one("neighbour_search.json", engine.neighbour_search),
     "hidden_neighbour_search": _one("hidden_neighbour_search.json", engine.hidden_neighbour_search),
+    "small_pages": _one("small_pages.json", engine.small_pages),
     # around training
     "run_overhead": _one("run_overhead.json", runs.run_overhead),
     "generated_store": _one("generated_store.json", runs.generated_store),

@@ -173,3 +173,14 @@ def hidden_neighbour_search(result: dict, name: str = "hidden_neighbour_search.j
     summary = table(["median s", "GFLOP/s (fp32)", f"scaled to {result['test_points']:,} test points"],
                     [[f"{result['median_seconds']:.3f}", f"{result['gflops']:g}", f"{result['test_set_seconds']:g} s"]])
     return source(name, result, extra=extra) + "\n\n" + table(["round", "s"], rows) + "\n\n" + summary
+
+
+def small_pages(result: dict, name: str = "small_pages.json") -> str:
+    extra = (f"a new {result['array_bytes'] / 1e6:.0f} MB array (the output layer's weights) and a whole "
+             f"{result['snapshot_bytes'] / 1e6:.0f} MB snapshot of the parameters, made and filled beside a network "
+             f"of debian-rdeps' shape; medians {ratio(result['array_ratio_default_to_small'])} and "
+             f"{ratio(result['snapshot_ratio_default_to_small'])} slower on huge pages")
+    return _rounds(result, name, extra, ["array, huge pages", "array, small pages", "snapshot, huge pages",
+                                         "snapshot, small pages"],
+                   lambda r: [f"{r['array_default_pages']:.3f} s", f"{r['array_small_pages']:.3f} s",
+                              f"{r['snapshot_default_pages']:.3f} s", f"{r['snapshot_small_pages']:.3f} s"])
