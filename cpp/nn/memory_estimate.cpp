@@ -47,6 +47,9 @@ MemoryEstimate estimate_memory(const NetworkConfig& c, std::size_t batch_size) {
       const std::size_t ldc = chunk_stride(chunk), ldh = padded_stride(prev);
       e.scratch += (2 * batch_size * ldc + 3 * chunk * ldh + ldc * (T + 1) + 2 * batch_size * ldh) * sizeof(float);
     }
+    // The exact scan's copy of the output layer rounded to BF16 (train/inference.cpp), which the
+    // network keeps once a scan (validation, prediction) has run.
+    if (output && c.bf16_matmul) e.scratch += n * padded_stride(prev) * sizeof(bf16);
     prev = n;
   }
   return e;

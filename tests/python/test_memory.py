@@ -26,6 +26,16 @@ def test_estimate_covers_what_the_network_holds(lsh, precision):
     assert est["parameters"] + est["lsh"] <= held * 1.02 + (1 << 20)
 
 
+def test_estimate_counts_the_scans_bf16_copy_of_the_output_layer():
+    """Under matmul="bf16" the network keeps the exact scan's BF16 copy of its output layer once a
+    scan has run (train/inference.cpp): 2 bytes a weight, rows padded to 16 values."""
+    shape = dict(hidden=(70,), mode="dense", threads=2, seed=0)
+    fp32 = slide.Network(2_000, 9_000, matmul="fp32", **shape).memory_estimate
+    bf16 = slide.Network(2_000, 9_000, matmul="bf16", **shape).memory_estimate
+    assert bf16["scratch"] - fp32["scratch"] == 9_000 * 80 * 2
+    assert bf16["parameters"] == fp32["parameters"]
+
+
 _ALLOCATION_PROBE = """
 import ctypes, resource
 import slide
