@@ -1,15 +1,14 @@
-"""New arrays on ordinary 4 KiB pages, for large buffers that are written once and then read in
-order: snapshots of a network's parameters and their running mean.
+"""New arrays on ordinary 4 KiB pages, for large buffers that are only copied in and out in order:
+snapshots of a network's parameters and their running mean.
 
 NumPy asks for transparent huge pages for every array of 4 MiB or more. The engine wants them for
-its weights (random rows, `cpp/common/aligned_array.h`), but a buffer that is only ever copied in
-and out gains nothing from them, and on a virtual machine that hands its free memory back to its
-host (the suite's host, under KVM, has a balloon device that reports free pages) the first touch of
-each new 2 MiB page costs far more than 512 small ones: on
-the suite's host, beside a network of debian-rdeps' shape, a new 59 MB array took 0.128 s to fill
-on huge pages and 0.036 s on small ones, a snapshot of its 81 MB of parameters 0.173 s and 0.048 s
-(benches/small_pages.py, medians of 5), and validation's three first snapshots were 0.52 s of a
-run's 1.15 s of validation (cProfile, one run).
+its weights (random rows, `cpp/common/aligned_array.h`), but a buffer read and written in order
+gains nothing from them, and on a virtual machine that hands its free memory back to its host (the
+suite's host, under KVM, has a balloon device that reports free pages) the first touch of each new
+2 MiB page costs far more than 512 small ones. There, beside a network of debian-rdeps' shape, a
+new 59 MB array took 0.128 s to fill on huge pages and 0.036 s on small ones, a snapshot of its 81
+MB of parameters 0.173 s and 0.048 s (benches/small_pages.py, medians of 5), and validation's three
+first snapshots were 0.52 s of a run's 1.15 s of validation (cProfile, one run).
 """
 
 from __future__ import annotations

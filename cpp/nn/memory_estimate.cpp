@@ -48,7 +48,8 @@ MemoryEstimate estimate_memory(const NetworkConfig& c, std::size_t batch_size) {
       e.scratch += (2 * batch_size * ldc + 3 * chunk * ldh + ldc * (T + 1) + 2 * batch_size * ldh) * sizeof(float);
     }
     // The exact scan's copy of the output layer rounded to BF16 (train/inference.cpp), which the
-    // network keeps once a scan (validation, prediction) has run.
+    // network keeps once a scan (validation, prediction) has run where BF16 products are native;
+    // counted wherever matmul is "bf16", so the estimate stays an upper bound on every CPU.
     if (output && c.bf16_matmul) e.scratch += n * padded_stride(prev) * sizeof(bf16);
     prev = n;
   }
