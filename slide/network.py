@@ -391,7 +391,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
 
     # ----------------------------------------------------------------- introspection
     def weights(self) -> dict[str, np.ndarray]:
-        """Writable views of the parameters, optimizer state and LSH tables (no copies)."""
+        """Writable views of the parameters, optimizer state and LSH tables (no copies); gradient
+        accumulators not allocated (docs/python.md, Memory) are read-only views of zeros."""
         return self._core.state()
 
     def table_stats(self) -> dict[str, Any]:

@@ -7,8 +7,8 @@
 namespace slide {
 
 FcLayer::FcLayer(const LayerConfig& c, std::uint32_t input_dim, OptimizerKind kind, bool is_output, std::uint64_t seed,
-                 int threads)
-    : params(c.size, input_dim, kind), is_output_(is_output) {
+                 int threads, bool deferred_gradients)
+    : params(c.size, input_dim, kind, /*row_bias=*/true, deferred_gradients), is_output_(is_output) {
   if (c.sampled) index_ = std::make_unique<NeuronIndex>(c.lsh, c.size, static_cast<int>(input_dim), seed, threads);
 }
 

@@ -24,7 +24,7 @@ enum class Mode {
 class FcLayer {
  public:
   FcLayer(const LayerConfig& c, std::uint32_t input_dim, OptimizerKind kind, bool is_output, std::uint64_t seed,
-          int threads);
+          int threads, bool deferred_gradients = false);
 
   void prepare(LayerScratch& s) const;
   // Chooses the active neurons for this sample and computes their outputs.

@@ -9,13 +9,16 @@ namespace slide {
 
 namespace {
 
-// Parameters' arrays: rows x padded cols floats for weight, gradient and each optimizer state
-// array (+ a BF16 copy), the same per row for the bias, and one touched flag per row.
-std::size_t parameter_bytes(std::size_t rows, std::size_t cols, const NetworkConfig& c, bool row_bias) {
+// Parameters' arrays: rows x padded cols floats for weight, gradient (unless `deferred_gradients`,
+// nn/parameters.h) and each optimizer state array (+ a BF16 copy), the same per row for the bias,
+// and one touched flag per row.
+std::size_t parameter_bytes(std::size_t rows, std::size_t cols, const NetworkConfig& c, bool row_bias,
+                            bool deferred_gradients = false) {
   const std::size_t n = rows * padded_stride(cols);
   const std::size_t copies = 2 + state_names(c.optimizer.kind).size();
   const std::size_t nb = row_bias ? rows : 0;
-  return n * copies * sizeof(float) + (c.bf16_weights ? n * sizeof(bf16) : 0) + nb * copies * sizeof(float) + rows;
+  const std::size_t row_copies = deferred_gradients ? copies - 1 : copies;
+  return n * row_copies * sizeof(float) + (c.bf16_weights ? n * sizeof(bf16) : 0) + nb * copies * sizeof(float) + rows;
 }
 
 }  // namespace
@@ -28,8 +31,11 @@ MemoryEstimate estimate_memory(const NetworkConfig& c, std::size_t batch_size) {
   for (std::size_t i = 1; i < c.layers.size(); ++i) {
     const LayerConfig& l = c.layers[i];
     const std::size_t n = l.size;
-    e.parameters += parameter_bytes(n, prev, c, true);
     const bool output = i + 1 == c.layers.size();
+    // Deferred accumulators are counted out: training in one process never fills them. Gradients
+    // asked for without a step, or an outside trainer's (slide.torch) batches summed before a
+    // step, allocate them at their first batch: rows x padded width x 4 bytes more.
+    e.parameters += parameter_bytes(n, prev, c, true, output && defers_output_gradients(c));
     if (l.sampled) {
       const std::size_t L = static_cast<std::size_t>(l.lsh.l);
       const std::size_t buckets = std::size_t{1} << effective_range_bits(l.lsh);

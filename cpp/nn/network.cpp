@@ -17,7 +17,8 @@ Network::Network(const NetworkConfig& config)
   for (std::size_t i = 1; i < config.layers.size(); ++i) {
     const bool is_output = i + 1 == config.layers.size();
     layers.emplace_back(config.layers[i], prev, config.optimizer.kind, is_output,
-                        mix64(config.seed + 0x1000 * i), config.threads);
+                        mix64(config.seed + 0x1000 * i), config.threads,
+                        is_output && defers_output_gradients(config));
     prev = config.layers[i].size;
   }
   init_weights();
@@ -118,12 +119,7 @@ Activations& Network::top_hidden(ThreadState& ts) {
   return layers.size() == 1 ? ts.hidden0 : ts.layers[layers.size() - 2].out;
 }
 
-bool Network::trains_shared_batches() const {
-  for (std::size_t i = 0; i + 1 < layers.size(); ++i)
-    if (layers[i].sampled()) return false;  // per-sample active sets below: keep per-sample training
-  const FcLayer& out = layers.back();
-  return !out.sampled() || out.index()->config().batch_active > 0;
-}
+bool Network::trains_shared_batches() const { return slide::trains_shared_batches(config_); }
 
 BatchWorkspace& Network::batch_workspace() {
   if (!workspace_) workspace_ = std::make_unique<BatchWorkspace>();

@@ -60,8 +60,7 @@ class Network {
   int threads() const { return config_.threads; }
   ThreadState& state(int t) { return *states_[t]; }
   std::size_t memory_bytes() const;
-  // Trains the output layer per batch as matrix products (train/shared_batch.cpp) rather than per
-  // sample: a dense output layer, or a sampled one with lsh.batch_active > 0.
+  // slide::trains_shared_batches of this network's config (nn/network_config.h).
   bool trains_shared_batches() const;
   BatchWorkspace& batch_workspace();
   // The output layer's rows rounded to BF16 for an exact scan (train/inference.cpp), rewritten by

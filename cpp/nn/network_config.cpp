@@ -4,6 +4,17 @@
 
 namespace slide {
 
+bool trains_shared_batches(const NetworkConfig& c) {
+  for (std::size_t i = 1; i + 1 < c.layers.size(); ++i)
+    if (c.layers[i].sampled) return false;
+  const LayerConfig& out = c.layers.back();
+  return !out.sampled || out.lsh.batch_active > 0;
+}
+
+bool defers_output_gradients(const NetworkConfig& c) {
+  return c.output_shard.total == 0 && c.layers.size() > 1 && c.layers.back().sampled && trains_shared_batches(c);
+}
+
 void validate(const NetworkConfig& c) {
   SLIDE_REQUIRE(c.input_dim >= 1, "input_dim must be >= 1, got " << c.input_dim);
   SLIDE_REQUIRE(c.layers.size() >= 2, "a network needs at least one hidden layer and an output layer");

@@ -46,6 +46,17 @@ struct NetworkConfig {
   std::uint32_t outputs() const { return output_shard.total ? output_shard.total : layers.back().size; }
 };
 
+// Trains the output layer per batch as matrix products (train/shared_batch.cpp) rather than per
+// sample: a dense output layer, or a sampled one with lsh.batch_active > 0, over no sampled hidden
+// layer (per-sample active sets below keep per-sample training).
+bool trains_shared_batches(const NetworkConfig& c);
+// Whether the output layer's gradient accumulators wait for their first use (Parameters::
+// ensure_gradients): in one process (no output shard) a batch-shared sampled output layer steps
+// each active row from the batch's gathered gradient (train/trainer.cpp), so only gradients asked
+// for without a step, or an outside trainer's batches summed before a step, ever fill them. Under
+// MPI every batch does (the step waits for every rank's batch size): they are allocated up front.
+bool defers_output_gradients(const NetworkConfig& c);
+
 void validate(const NetworkConfig& c);  // throws std::invalid_argument naming the field
 
 }  // namespace slide

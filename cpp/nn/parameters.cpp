@@ -8,12 +8,13 @@
 
 namespace slide {
 
-Parameters::Parameters(std::uint32_t r, std::uint32_t c, OptimizerKind kind, bool with_row_bias)
+Parameters::Parameters(std::uint32_t r, std::uint32_t c, OptimizerKind kind, bool with_row_bias,
+                       bool deferred_gradients)
     : rows(r), cols(c), row_bias(with_row_bias), stride(padded_stride(c)), kind(kind) {
   const std::size_t n = static_cast<std::size_t>(rows) * stride;
   const std::size_t nb = row_bias ? rows : 0;
   weight.resize(n);
-  grad.resize(n);
+  if (!deferred_gradients) grad.resize(n);
   bias.resize(nb);
   bias_grad.resize(nb);
   touched.resize(rows);

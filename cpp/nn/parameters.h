@@ -14,13 +14,23 @@ namespace slide {
 
 class Parameters {
  public:
-  Parameters(std::uint32_t rows, std::uint32_t cols, OptimizerKind kind, bool row_bias = true);
+  // `deferred_gradients`: `grad` stays unallocated until ensure_gradients (nn/network_config.h,
+  // defers_output_gradients): at 670,091 outputs x hidden 256 it is 686 MB that a batch-shared
+  // output layer in one process never touches.
+  Parameters(std::uint32_t rows, std::uint32_t cols, OptimizerKind kind, bool row_bias = true,
+             bool deferred_gradients = false);
 
   float* row(std::uint32_t r) { return weight.data() + static_cast<std::size_t>(r) * stride; }
   const float* row(std::uint32_t r) const { return weight.data() + static_cast<std::size_t>(r) * stride; }
   float* grad_row(std::uint32_t r) { return grad.data() + static_cast<std::size_t>(r) * stride; }
   const bf16* row_bf16(std::uint32_t r) const { return weight_bf16.data() + static_cast<std::size_t>(r) * stride; }
   bool has_bf16() const { return weight_bf16.size() != 0; }
+  // Whether `grad` is allocated; ensure_gradients allocates it (zeroed) if not. Called by one
+  // thread before any path that accumulates into it, never inside a parallel region.
+  bool has_gradients() const { return grad.size() != 0 || weight.size() == 0; }
+  void ensure_gradients() {
+    if (!has_gradients()) grad.resize(weight.size());
+  }
 
   // Keep a BF16 copy of the weights, refreshed by every optimizer step (and by sync_bf16 after the
   // fp32 weights were written directly, e.g. by loading a model).

@@ -24,9 +24,19 @@ py::array matrix(AlignedArray<float>& a, const Parameters& p, py::handle owner) 
   return view(a, {p.rows, p.cols}, {static_cast<py::ssize_t>(p.stride * sizeof(float)), sizeof(float)}, owner);
 }
 
+// Accumulators not allocated yet (Parameters::ensure_gradients) hold no gradient: a read-only view
+// of zeros of the matrix's shape, over one float, so that reading the state allocates nothing.
+py::array no_gradient(const Parameters& p, py::handle owner) {
+  static const float zero = 0.0f;
+  py::array a = py::array_t<float>({static_cast<py::ssize_t>(p.rows), static_cast<py::ssize_t>(p.cols)},
+                                   {py::ssize_t{0}, py::ssize_t{0}}, &zero, owner);
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
 void add_parameters(py::dict& d, const std::string& prefix, Parameters& p, py::handle owner) {
   d[(prefix + "weight").c_str()] = matrix(p.weight, p, owner);
-  d[(prefix + "weight_grad").c_str()] = matrix(p.grad, p, owner);
+  d[(prefix + "weight_grad").c_str()] = p.has_gradients() ? matrix(p.grad, p, owner) : no_gradient(p, owner);
   const std::vector<std::string>& names = state_names(p.kind);
   for (std::size_t i = 0; i < names.size(); ++i) d[(prefix + names[i]).c_str()] = matrix(p.state[i], p, owner);
   if (p.row_bias) {

@@ -44,6 +44,7 @@ void accumulate_staged(Network& net) {
   const Kernels& k = kernels();
   const std::size_t ldh = padded_stride(out.params.cols);
   std::vector<std::uint32_t>& touched = net.state(0).layers.back().touched;
+  out.params.ensure_gradients();
   for (std::size_t n = 0; n < w.staged_ids.size(); ++n)
     out.accumulate_gathered_row(k, w.staged_ids[n], &w.staged_grad[n * ldh], w.staged_bias_grad[n], touched);
   w.staged_ids.clear();

@@ -326,6 +326,7 @@ class OutputBatch {
     w_.loss.assign(B_, 0.0f);
     const bool one_pass = N_ <= chunk;
     compact_ = keep_compact_ && ids_ && !step_ && !comm_ && one_pass;
+    if (!compact_ && !step_) p_.ensure_gradients();  // the rows' gradients go to the accumulators
     if (!one_pass) {
       w_.scratch.resize(static_cast<std::size_t>(T_) * ldc_);
       for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {

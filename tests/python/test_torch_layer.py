@@ -224,6 +224,27 @@ def test_sampled_mode_steps_the_labels_and_only_the_active_rows():
     assert len(set(moved1.tolist()) - set(moved2.tolist())) > 1000
 
 
+def test_sampled_mode_allocates_row_accumulators_only_for_batches_summed_before_a_step():
+    """One batch a step stays in the engine's compact buffers: the layer's rows x in_features
+    accumulators are never allocated. Two batches before a step sum in them, allocated then, and
+    the step takes both batches' labels."""
+    n_labels = 20_000
+    plain, summed = ExtremeOutput(32, n_labels, threads=2, seed=0), ExtremeOutput(32, n_labels, threads=2, seed=0)
+    held = plain._engine.memory_bytes
+    for seed in (1, 2):
+        _step(plain, _hidden(32, 32, seed=seed), _ids(32, n_labels, seed=seed))
+    assert plain._engine.memory_bytes == held
+    w0 = summed.weight.clone()
+    y1, y2 = _ids(32, n_labels, seed=1), _ids(32, n_labels, seed=2)
+    with _no_warnings():
+        summed(_hidden(32, 32, seed=1), y1).backward()
+        summed(_hidden(32, 32, seed=2), y2).backward()
+        summed.optimizer.step()
+    assert summed._engine.memory_bytes == held + n_labels * 32 * 4
+    moved = set(torch.nonzero((summed.weight != w0).any(dim=1)).flatten().tolist())
+    assert set(y1.tolist()) | set(y2.tolist()) <= moved
+
+
 def test_a_model_learns_in_sampled_mode():
     torch.manual_seed(0)
     n_labels, dim = 2000, 32
