@@ -81,6 +81,7 @@ BLOCKS: dict[str, Block] = {
     "neighbour_search": _one("neighbour_search.json", engine.neighbour_search),
     "hidden_neighbour_search": _one("hidden_neighbour_search.json", engine.hidden_neighbour_search),
     "small_pages": _one("small_pages.json", engine.small_pages),
+    "output_accumulators": _one("output_accumulators.json", engine.output_accumulators),
     # around training
     "run_overhead": _one("run_overhead.json", runs.run_overhead),
     "generated_store": _one("generated_store.json", runs.generated_store),

@@ -184,3 +184,15 @@ def small_pages(result: dict, name: str = "small_pages.json") -> str:
                                          "snapshot, small pages"],
                    lambda r: [f"{r['array_default_pages']:.3f} s", f"{r['array_small_pages']:.3f} s",
                               f"{r['snapshot_default_pages']:.3f} s", f"{r['snapshot_small_pages']:.3f} s"])
+
+
+def output_accumulators(result: dict, name: str = "output_accumulators.json") -> str:
+    shape = result["shape"]
+    rows = [[str(r["hidden"]), gib(r["memory_bytes_training"]), gib(r["memory_bytes_with_accumulators"]),
+             f"{gib(r['accumulator_bytes'])} ({percent(r['saved_share'], 0)})", gib(r["peak_rss_bytes_training"]),
+             f"{r['construct_seconds']:.1f} s"] for r in result["runs"]]
+    extra = (f"{shape['features']:,} -> hidden -> {shape['labels']:,}, mode batch, matmul bf16, one epoch of "
+             f"{result['runs'][0]['points']:,} generated points, each width in its own process")
+    return source(name, result, extra=extra) + "\n\n" + table(
+        ["hidden", "network while training", "with the accumulators", "saved", "peak RSS while training",
+         "construction"], rows)
