@@ -123,6 +123,9 @@ def test_ranks_train_what_one_process_trains(tmp_path, mode, ranks, exchange):
     single = job(tmp_path, "single", 0, "--mode", mode)[0]
     ranked = job(tmp_path, "ranked", ranks, "--mode", mode, "--exchange", exchange)
     _assert_ranks_train_as_one(single, ranked)
+    # a sampled output layer defers its accumulators in one process, never over ranks (every batch sums)
+    assert single["accumulators_at_start"] == (mode == "dense")
+    assert all(r["accumulators_at_start"] for r in ranked)
 
 
 @needs_mpi

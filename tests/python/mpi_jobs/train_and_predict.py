@@ -48,6 +48,8 @@ else:
         **(dict(late_min_active=70, late_after=1200) if a.late else {}))
     net = slide.Network(d, labels, hidden=16, lsh=lsh, threads=1, seed=3, neighbours=0, comm=comm,
                         learning_rate=0.01, sparse_exchange=a.exchange, rerank=a.rerank)
+# One process defers the output layer's gradient accumulators; MPI ranks sum into them every batch.
+accumulators_at_start = bool(net.weights()["layers.0.weight_grad"].flags.writeable)
 # Each rank takes its share of every global batch, in order, so the batches are the single run's.
 rows = []
 for start in range(0, n, B):
@@ -81,5 +83,6 @@ except ValueError as e:
     remember = str(e)
 json.dump({"loss": losses, "rows": mine.tolist(), "ids": ids.tolist(), "scores": scores.tolist(), "report": report,
            "step": int(net._core.step), "embedding": hashlib.sha256(embedding.tobytes()).hexdigest(),
-           "reranker": reranker, "rerank_weight": net.rerank_weight, "tuned": tuned, "remember_refused": remember},
+           "reranker": reranker, "rerank_weight": net.rerank_weight, "tuned": tuned, "remember_refused": remember,
+           "accumulators_at_start": accumulators_at_start},
           open(f"{a.out}.{rank}.json", "w"))
