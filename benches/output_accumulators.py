@@ -7,9 +7,9 @@ and what asking for gradients without a step still allocates).
 
 For each hidden width, in its own process (so peak RSS is its own): a 135,909 -> hidden -> 670,091
 network in mode "batch" with matmul="bf16", as the presets train it; the seconds to construct it;
-one epoch over generated points (100 features and one label each, batch 256); the network's bytes
-and the process's peak RSS after it; then one batch's gradients without a step, and the bytes
-again. Writes benches/results/output_accumulators.json.
+one epoch over generated Amazon-670K-shaped points (`synthetic_amazon670k`, batch 256); the
+network's bytes and the process's peak RSS after it; then one batch's gradients without a step,
+and the bytes again. Writes benches/results/output_accumulators.json.
 """
 
 from __future__ import annotations
@@ -20,30 +20,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+from slide.datasets.synthetic import AMAZON670K_SHAPE
+
 from .environment import describe
 from .result_file import write_result
 
 RESULT = Path(__file__).resolve().parent / "results" / "output_accumulators.json"
-FEATURES, LABELS = 135_909, 670_091  # Amazon-670K
 HIDDEN = (128, 256)
 
 _CHILD = """
 import json, resource, sys, time
-import numpy as np, scipy.sparse as sp
+import numpy as np
 import slide
+from slide.datasets.synthetic import AMAZON670K_SHAPE, synthetic_amazon670k
 hidden, threads, points = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-features, labels = {features}, {labels}
+train, _ = synthetic_amazon670k(points, 1, seed=0)
+X, Y = train.X, train.Y
 t0 = time.perf_counter()
-net = slide.Network(features, labels, hidden=(hidden,), mode="batch", matmul="bf16", threads=threads, seed=0)
+net = slide.Network(AMAZON670K_SHAPE["n_features"], AMAZON670K_SHAPE["n_labels"], hidden=(hidden,), mode="batch",
+                    matmul="bf16", threads=threads, seed=0)
 construct = time.perf_counter() - t0
-rng = np.random.default_rng(0)
-nnz = 100
-indices = np.sort(rng.integers(0, features, (points, nnz)), axis=1).astype(np.int32).ravel()
-X = sp.csr_matrix((rng.random(points * nnz, dtype=np.float32), indices, np.arange(0, points * nnz + 1, nnz)),
-                  shape=(points, features))
-X.sum_duplicates()
-Y = sp.csr_matrix((np.ones(points, np.float32), rng.integers(0, labels, points).astype(np.int32),
-                   np.arange(points + 1)), shape=(points, labels))
 t0 = time.perf_counter()
 net.fit(X, Y, epochs=1, batch_size=256, progress=False)
 train = time.perf_counter() - t0
@@ -51,9 +47,9 @@ held = net.memory_bytes
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 rows = np.arange(256, dtype=np.int64)
 net._core.train_batch(X.indptr, X.indices, X.data, Y.indptr, Y.indices, rows, 0.0, apply=False)
-print(json.dumps({{"hidden": hidden, "construct_seconds": round(construct, 2), "train_seconds": round(train, 2),
+print(json.dumps({"hidden": hidden, "construct_seconds": round(construct, 2), "train_seconds": round(train, 2),
                   "points": points, "memory_bytes_training": held, "memory_bytes_with_accumulators": net.memory_bytes,
-                  "estimate_bytes": int(net.memory_estimate["total"]), "peak_rss_bytes_training": peak}}))
+                  "estimate_bytes": int(net.memory_estimate["total"]), "peak_rss_bytes_training": peak}))
 """
 
 
@@ -63,10 +59,9 @@ def main() -> None:
     p.add_argument("--points", type=int, default=5120)
     p.add_argument("--out", type=Path, default=RESULT)
     a = p.parse_args()
-    child = _CHILD.format(features=FEATURES, labels=LABELS)
     runs = []
     for hidden in HIDDEN:
-        out = subprocess.run([sys.executable, "-c", child, str(hidden), str(a.threads), str(a.points)],
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(hidden), str(a.threads), str(a.points)],
                              capture_output=True, text=True, check=True, cwd=Path.home())
         run = json.loads(out.stdout.strip().splitlines()[-1])
         run["accumulator_bytes"] = run["memory_bytes_with_accumulators"] - run["memory_bytes_training"]
@@ -76,7 +71,7 @@ def main() -> None:
     result = {
         "what": "an Amazon-670K-shaped network's bytes while it trains in one process (mode batch), and with "
                 "the output layer's gradient accumulators",
-        "shape": {"features": FEATURES, "labels": LABELS},
+        "shape": {"features": AMAZON670K_SHAPE["n_features"], "labels": AMAZON670K_SHAPE["n_labels"]},
         "runs": runs,
         "environment": describe(a.threads),
     }
