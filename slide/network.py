@@ -21,10 +21,9 @@ from ._inputs import LabelsLike, as_features, as_labels
 from .batch_memory import ESTIMATE_BATCH, check_batch_fits
 from .config import LSHConfig
 from .metrics import ranking_report
-from .model import arguments
+from .model import arguments, description
 from .model.arguments import MODE_LSH, default_threads
 from .model.batches import train_batches
-from .model import description
 from .model.checks import check_int, check_scoring, ranks_for
 from .model.data import TrainingData, validation_pair
 from .model.engine_config import engine_config
@@ -83,10 +82,12 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         input_dropout: while training, drop each nonzero input feature with this probability
             (after normalisation; the kept ones are scaled by 1 / (1 - p)). Regularises the
             sparse embedding, which otherwise memorises small training sets within a few epochs.
-        precision: ``"fp32"``, or ``"bf16"``: training reads BF16 copies of the weight rows (half
-            the memory traffic; ``vdpbf16ps`` on CPUs with AVX-512 BF16, an exact emulation
-            elsewhere) while the optimizer updates fp32 master weights. Prediction with
-            ``mode="dense"`` uses the fp32 weights.
+        output_loss: ``"softmax"`` (one softmax over a sample's active outputs, the target spread over
+            its labels) or ``"decoupled"`` (each label against the negatives alone, averaged over
+            the labels: a point's labels do not compete for one unit of probability).
+        precision: ``"fp32"``, or ``"bf16"``: training reads BF16 copies of the weight rows (half the
+            memory traffic; ``vdpbf16ps`` with AVX-512 BF16, exact emulation elsewhere) while the
+            optimizer updates fp32 master weights; ``mode="dense"`` predicts with the fp32 weights.
         matmul: ``"fp32"``, or ``"bf16"``: in the batch and dense modes the output layer's three
             matrix products per batch (logits, the gradient to the hidden layer, the weights'
             gradient) round their inputs to BF16 and sum in fp32, where the CPU has AVX-512 BF16
@@ -126,7 +127,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         beta2: float = _D["beta2"], eps: float = _D["eps"], input_norm: str = _D["input_norm"],
         input_dropout: float = _D["input_dropout"], precision: str = _D["precision"], matmul: str = _D["matmul"],
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
-        neighbour_space: str = _D["neighbour_space"],
+        neighbour_space: str = _D["neighbour_space"], output_loss: str = _D["output_loss"],
         rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None,
         seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
@@ -134,14 +135,14 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         arguments.check_training(optimizer, learning_rate, lr_schedule, lr_warmup, lr_schedule_steps,
                                  (beta1, beta2, eps))
         arguments.check_choices(input_norm, input_dropout, precision, matmul, neighbours, neighbour_weight,
-                                sparse_exchange, seed, rerank, rerank_weight, neighbour_space)
+                                sparse_exchange, seed, rerank, rerank_weight, neighbour_space, output_loss)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
         self.lr_warmup = float(lr_warmup)
         self.lr_schedule_steps = None if lr_schedule_steps is None else int(lr_schedule_steps)
         self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
-        self.input_norm, self.input_dropout = input_norm, float(input_dropout)
+        self.input_norm, self.input_dropout, self.output_loss = input_norm, float(input_dropout), output_loss
         self.precision, self.matmul = precision, matmul
         self.neighbours, self.neighbour_weight = int(neighbours), float(neighbour_weight)
         self.neighbour_space = neighbour_space
@@ -163,11 +164,10 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         """The engine's network, once its memory estimate fits what is available."""
         config = engine_config(self)
         self.memory_estimate: dict[str, int] = dict(estimate_memory(config, ESTIMATE_BATCH))
-        what = f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim:,} network with " \
-               f"{self.threads} threads"
-        if self.comm is not None:  # each rank checks its own share; rank 0 speaks for the job
-            what += f" per rank (rank {self.comm.rank} of {self.comm.size})"
-        memory.check_fits(self.memory_estimate, what, announce=self.ranks.speaks)
+        what = f"a {self.input_dim:,} -> {' -> '.join(map(str, self.hidden))} -> {self.output_dim:,} network"
+        # each rank checks its own share; rank 0 speaks for the job
+        ranks = "" if self.comm is None else f" per rank (rank {self.comm.rank} of {self.comm.size})"
+        memory.check_fits(self.memory_estimate, f"{what} with {self.threads} threads{ranks}", announce=self.ranks.speaks)
         self._core = Engine(config)
         if self.comm is not None:
             set_collective(self._core, self.comm)

@@ -150,6 +150,10 @@ NETWORK = _table(
             choices=("none", "l2"), flag="--input-norm", default="none"),
     Setting("input_dropout", "float", "share of input features dropped while training", 0, 0.95,
             flag="--input-dropout", default=0.0),
+    Setting("output_loss", "str", "the loss over each sample's active outputs: softmax (one softmax, the target spread "
+            "over the sample's labels) or decoupled (each label against the negatives alone, averaged over the "
+            "labels, so that a sample's labels do not compete)", choices=("softmax", "decoupled"), flag="--output-loss",
+            default="softmax"),
     Setting("precision", "str", "fp32, or bf16: training reads BF16 copies of the weight rows",
             choices=("fp32", "bf16"), flag="--precision", default="fp32"),
     Setting("matmul", "str", "the output layer's matrix products in the batch and dense modes: fp32, or bf16 "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/aligned_array.h"
+#include "nn/output_loss.h"
 #include "nn/shared_active_set.h"
 
 namespace slide {
@@ -42,7 +43,13 @@ struct BatchWorkspace {
   std::vector<float> logits_t;          // C x B: dL/dlogits transposed
   std::vector<float> weight_grad;       // C x ldh (sampled layers)
   std::vector<float> row_max, row_sum, loss;  // B: softmax statistics and per-sample loss
-  std::vector<float> local_max, row_scale;    // B: this shard's max; exp(z - local max) to probability
+  std::vector<float> local_max, row_scale;    // B: this shard's max; exp(z - local max) to dL/dz
+  std::vector<float> log_denominator;         // B: a non-label's dL/dz is exp(z - this)
+  // OutputLoss::kDecoupled, per label of the batch (as `labels`): its logit, then exp(logit - row max);
+  // and per sample the terms its gradient takes from them.
+  std::vector<float> label_logit;
+  std::vector<double> label_exp;
+  std::vector<DecoupledTerms> decoupled;
   std::vector<float> scratch;           // threads x ldc: exponentials that are only summed
   // bf16_matmul: the three products' BF16 operands (K2 = K rounded up to even, B2 likewise; a
   // k-pair is two BF16 values in one word, as simd/kernels.h's gemm_bf16 reads them).

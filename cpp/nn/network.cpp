@@ -147,6 +147,15 @@ void Network::backward_hidden(ThreadState& ts, const SampleView& s) {
   input.backward(input_view(ts, s, /*training=*/true), ts.hidden0.delta.data(), ts.input_touched);
 }
 
+namespace {
+
+// Labels sit at their own index in a dense output and first, in order, in a sampled one.
+std::uint32_t label_position(const Activations& out, const SampleView& s, int i) {
+  return out.dense ? static_cast<std::uint32_t>(s.labels[i]) : static_cast<std::uint32_t>(i);
+}
+
+}  // namespace
+
 float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
   const Activations& out = ts.layers.back().out;
   if (s.num_labels == 0 || out.count == 0) return 0.0f;
@@ -154,20 +163,23 @@ float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
   for (std::uint32_t p = 1; p < out.count; ++p) mx = std::max(mx, out.values[p]);
   double sum = 0.0;
   for (std::uint32_t p = 0; p < out.count; ++p) sum += std::exp(static_cast<double>(out.values[p] - mx));
-  const double log_z = mx + std::log(sum);
-  // Labels sit at their own index in a dense output and first, in order, in a sampled one.
   double loss = 0.0;
-  for (int i = 0; i < s.num_labels; ++i) {
-    const std::uint32_t p = out.dense ? static_cast<std::uint32_t>(s.labels[i]) : static_cast<std::uint32_t>(i);
-    loss += log_z - out.values[p];
+  if (config_.output_loss == OutputLoss::kDecoupled) {
+    std::vector<double> label_exp(static_cast<std::size_t>(s.num_labels));
+    for (int i = 0; i < s.num_labels; ++i) label_exp[i] = std::exp(static_cast<double>(out.values[label_position(out, s, i)] - mx));
+    const DecoupledTerms terms = decoupled_terms(label_exp.data(), label_exp.size(), sum);
+    for (double e : label_exp) loss -= std::log(std::max(terms.probability(e), 1e-300));
+    return static_cast<float>(loss / s.num_labels);
   }
+  const double log_z = mx + std::log(sum);
+  for (int i = 0; i < s.num_labels; ++i) loss += log_z - out.values[label_position(out, s, i)];
   return static_cast<float>(loss / s.num_labels);
 }
 
 float Network::train_sample(ThreadState& ts, const SampleView& s) {
   if (s.num_labels == 0) return 0.0f;  // no target: nothing to learn from this sample
   infer(ts, s, Mode::kTrain, 0, ts.rng);
-  // Softmax over the active outputs; the target spreads 1/|labels| over the true labels.
+  // The loss over the active outputs (nn/output_loss.h): softmax probabilities first.
   LayerScratch& top = ts.layers.back();
   Activations& out = top.out;
   const Kernels& k = kernels();
@@ -176,10 +188,25 @@ float Network::train_sample(ThreadState& ts, const SampleView& s) {
   for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= inv;
   const float target = 1.0f / static_cast<float>(s.num_labels);
   double loss = 0.0;
-  for (int i = 0; i < s.num_labels; ++i) {
-    const std::uint32_t p = out.dense ? static_cast<std::uint32_t>(s.labels[i]) : static_cast<std::uint32_t>(i);
-    loss -= std::log(std::max(out.delta[p], 1e-30f));
-    out.delta[p] -= target;
+  if (config_.output_loss == OutputLoss::kDecoupled) {
+    // delta holds e_n / sum: rescaled by sum, the terms are the same in any common unit.
+    std::vector<double>& label_exp = ts.label_exp;
+    label_exp.resize(static_cast<std::size_t>(s.num_labels));
+    for (int i = 0; i < s.num_labels; ++i) label_exp[i] = out.delta[label_position(out, s, i)];
+    const DecoupledTerms terms = decoupled_terms(label_exp.data(), label_exp.size(), 1.0);
+    const float scale = static_cast<float>(terms.scale);
+    for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= scale;
+    for (int i = 0; i < s.num_labels; ++i) {
+      const double q = terms.probability(label_exp[i]);
+      loss -= std::log(std::max(q, 1e-300));
+      out.delta[label_position(out, s, i)] = target * static_cast<float>(q - 1.0);
+    }
+  } else {
+    for (int i = 0; i < s.num_labels; ++i) {
+      const std::uint32_t p = label_position(out, s, i);
+      loss -= std::log(std::max(out.delta[p], 1e-30f));
+      out.delta[p] -= target;
+    }
   }
   ts.active += out.count;
 

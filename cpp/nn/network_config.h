@@ -7,6 +7,7 @@
 #include "distributed/collective.h"
 #include "distributed/sparse_exchange.h"
 #include "lsh/lsh_config.h"
+#include "nn/output_loss.h"
 #include "nn/parameters.h"
 
 namespace slide {
@@ -36,6 +37,8 @@ struct NetworkConfig {
   // Training only: each nonzero feature is dropped with this probability (the rest are scaled by
   // 1 / (1 - p), after normalisation, so their mean is unchanged). Regularises the sparse embedding.
   float input_dropout = 0.0f;
+  // The loss over each sample's active outputs (nn/output_loss.h).
+  OutputLoss output_loss = OutputLoss::kSoftmax;
   // Under MPI: the rows of the output layer this rank holds (layers.back().size of them). Labels
   // stay global ids; the rows initialise as the same rows of the whole layer would.
   OutputShard output_shard;

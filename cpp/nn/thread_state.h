@@ -19,6 +19,7 @@ struct ThreadState {
   std::vector<std::uint32_t> input_touched;
   std::vector<std::int32_t> input_ids;    // the sample's features after dropout (Network::input_view)
   std::vector<float> input_values;        // and their values after dropout and normalisation
+  std::vector<double> label_exp;         // the sample's labels' exponentials (OutputLoss::kDecoupled)
   double loss = 0.0;
   std::int64_t samples = 0;
   std::int64_t active = 0;                // output-layer active neurons, summed over samples

@@ -18,6 +18,9 @@ void bind_config(py::module_& m) {
       .value("auto", SparseExchange::kAuto)
       .value("allgather", SparseExchange::kAllgather)
       .value("allreduce", SparseExchange::kAllreduce);
+  py::enum_<OutputLoss>(m, "OutputLoss")
+      .value("softmax", OutputLoss::kSoftmax)
+      .value("decoupled", OutputLoss::kDecoupled);
   py::class_<OutputShard>(m, "OutputShard")
       .def(py::init<>())
       .def_readwrite("offset", &OutputShard::offset)
@@ -76,6 +79,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("bf16_matmul", &NetworkConfig::bf16_matmul)
       .def_readwrite("l2_normalize_input", &NetworkConfig::l2_normalize_input)
       .def_readwrite("input_dropout", &NetworkConfig::input_dropout)
+      .def_readwrite("output_loss", &NetworkConfig::output_loss)
       .def_readwrite("output_shard", &NetworkConfig::output_shard)
       .def_readwrite("sparse_exchange", &NetworkConfig::sparse_exchange);
   m.def("estimate_memory", [](const NetworkConfig& c, std::size_t batch_size) {

@@ -46,6 +46,7 @@ class OutputBatch {
         comm_(net.collective()),
         shard_(net.config().output_shard),
         bf16_(net.config().bf16_matmul && bf16_matmul_native(k_)),
+        decoupled_(net.config().output_loss == OutputLoss::kDecoupled),
         K2_(K_ + (K_ & 1)) {}
 
   BatchStats run(std::size_t samples) {
@@ -160,12 +161,18 @@ class OutputBatch {
   }
 
   // Folds a chunk into each sample's running max and sum of exp (online softmax). With one chunk
-  // (`keep_exp`) the exponentials stay in the logits buffer for the gradient.
-  void accumulate_normalisers(std::size_t nc, bool keep_exp) {
+  // (`keep_exp`) the exponentials stay in the logits buffer for the gradient. The decoupled loss
+  // also keeps each label's logit: a label's gradient needs its own, whichever chunk or shard it is in.
+  void accumulate_normalisers(std::size_t c0, std::size_t nc, bool keep_exp) {
     parallel_team(T_, [&](int t, int team) {
       const Range r = share(B_, team, t, 1);
       for (std::size_t b = r.begin; b < r.end; ++b) {
         float* z = &w_.logits[b * ldc_];
+        if (decoupled_)
+          for (std::int64_t q = w_.label_ptr[b]; q < w_.label_ptr[b + 1]; ++q) {
+            const std::uint32_t pos = position_of(w_.labels[static_cast<std::size_t>(q)]);
+            if (pos >= c0 && pos < c0 + nc) w_.label_logit[static_cast<std::size_t>(q)] = z[pos - c0];
+          }
         const float m = std::max(w_.row_max[b], k_.max_value(z, nc));
         const float sum = k_.exp_sum(z, keep_exp ? z : w_.scratch.data() + t * ldc_, nc, m);
         w_.row_sum[b] = w_.row_sum[b] * std::exp(w_.row_max[b] - m) + sum;
@@ -174,10 +181,15 @@ class OutputBatch {
     });
   }
 
-  // One chunk's logits (or, with `have_exp`, their exp(z - row max)) -> dL/dlogits in place:
-  // softmax minus the target, which spreads 1/|labels| over the sample's labels. Adds the labels'
-  // share of the loss.
-  void chunk_softmax_gradient(std::size_t c0, std::size_t nc, bool have_exp) {
+  // Where label `label` sits among the shared outputs (kAbsent: not in this shard's set).
+  std::uint32_t position_of(std::uint32_t label) const {
+    return ids_ ? w_.active->position(label) : held_row(label);
+  }
+
+  // One chunk's logits (or, with `have_exp`, their exp(z - this shard's max)) -> dL/dlogits in
+  // place (nn/output_loss.h): a non-label's exp(z - log_denominator), and each label's own term.
+  // Adds the labels' share of the loss.
+  void chunk_loss_gradient(std::size_t c0, std::size_t nc, bool have_exp) {
     parallel_team(T_, [&](int t, int team) {
       const Range r = share(B_, team, t, 1);
       for (std::size_t b = r.begin; b < r.end; ++b) {
@@ -186,16 +198,21 @@ class OutputBatch {
           const float inv = w_.row_scale[b];
           for (std::size_t n = 0; n < nc; ++n) z[n] *= inv;
         } else {
-          k_.exp_sum(z, z, nc, w_.row_max[b] + std::log(w_.row_sum[b]));
+          k_.exp_sum(z, z, nc, w_.log_denominator[b]);
         }
         const std::int64_t r0 = w_.label_ptr[b], r1 = w_.label_ptr[b + 1];
         const float target = 1.0f / static_cast<float>(r1 - r0);
         for (std::int64_t q = r0; q < r1; ++q) {
-          const std::uint32_t label = w_.labels[static_cast<std::size_t>(q)];
-          const std::uint32_t pos = ids_ ? w_.active->position(label) : held_row(label);
+          const std::uint32_t pos = position_of(w_.labels[static_cast<std::size_t>(q)]);
           if (pos < c0 || pos >= c0 + nc) continue;
-          w_.loss[b] -= target * std::log(std::max(z[pos - c0], 1e-30f));
-          z[pos - c0] -= target;
+          if (decoupled_) {
+            const double own = w_.decoupled[b].probability(w_.label_exp[static_cast<std::size_t>(q)]);
+            w_.loss[b] -= target * static_cast<float>(std::log(std::max(own, 1e-300)));
+            z[pos - c0] = target * static_cast<float>(own - 1.0);
+          } else {
+            w_.loss[b] -= target * std::log(std::max(z[pos - c0], 1e-30f));
+            z[pos - c0] -= target;
+          }
         }
       }
     });
@@ -324,6 +341,7 @@ class OutputBatch {
     w_.row_max.assign(B_, -std::numeric_limits<float>::infinity());
     w_.row_sum.assign(B_, 0.0f);
     w_.loss.assign(B_, 0.0f);
+    if (decoupled_) w_.label_logit.assign(w_.labels.size(), -std::numeric_limits<float>::infinity());
     const bool one_pass = N_ <= chunk;
     compact_ = keep_compact_ && ids_ && !step_ && !comm_ && one_pass;
     if (!compact_ && !step_) p_.ensure_gradients();  // the rows' gradients go to the accumulators
@@ -331,17 +349,17 @@ class OutputBatch {
       w_.scratch.resize(static_cast<std::size_t>(T_) * ldc_);
       for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
         chunk_logits(c0, std::min(chunk, N_ - c0));
-        accumulate_normalisers(std::min(chunk, N_ - c0), false);
+        accumulate_normalisers(c0, std::min(chunk, N_ - c0), false);
       }
     } else if (N_ > 0) {
       chunk_logits(0, N_);
-      accumulate_normalisers(N_, true);
+      accumulate_normalisers(0, N_, true);
     }
     combine_normalisers();
     for (std::size_t c0 = 0; c0 < N_; c0 += chunk) {
       const std::size_t nc = std::min(chunk, N_ - c0);
       if (!one_pass) chunk_logits(c0, nc);
-      chunk_softmax_gradient(c0, nc, one_pass);
+      chunk_loss_gradient(c0, nc, one_pass);
       chunk_backward(c0, nc);
     }
     if (compact_) w_.compact_rows = N_;
@@ -354,22 +372,44 @@ class OutputBatch {
   }
 
   // Each sample's softmax normaliser over every shard: the max of the shards' maxima, and their
-  // sums of exp rescaled to it. Sets row_scale, which turns a one-pass chunk's exp(z - this
-  // shard's max) into probabilities.
+  // sums of exp rescaled to it; then the loss's denominators (log_denominator) and row_scale, which
+  // turns a one-pass chunk's exp(z - this shard's max) into dL/dz.
   void combine_normalisers() {
     w_.row_scale.resize(B_);
-    if (!comm_) {
-      for (std::size_t b = 0; b < B_; ++b) w_.row_scale[b] = 1.0f / w_.row_sum[b];
-      return;
+    w_.log_denominator.resize(B_);
+    if (comm_) {
+      w_.local_max = w_.row_max;
+      comm_->max(w_.row_max.data(), B_);
+      const float none = -std::numeric_limits<float>::infinity();  // a shard with no neuron in the set
+      for (std::size_t b = 0; b < B_; ++b)
+        if (w_.local_max[b] != none) w_.row_sum[b] *= std::exp(w_.local_max[b] - w_.row_max[b]);
+      comm_->sum(w_.row_sum.data(), B_);
+      if (decoupled_) comm_->max(w_.label_logit.data(), w_.label_logit.size());  // each label is in one shard
     }
-    w_.local_max = w_.row_max;
-    comm_->max(w_.row_max.data(), B_);
-    const float none = -std::numeric_limits<float>::infinity();  // a shard with no neuron in the set
-    for (std::size_t b = 0; b < B_; ++b)
-      if (w_.local_max[b] != none) w_.row_sum[b] *= std::exp(w_.local_max[b] - w_.row_max[b]);
-    comm_->sum(w_.row_sum.data(), B_);
-    for (std::size_t b = 0; b < B_; ++b)
-      w_.row_scale[b] = w_.local_max[b] == none ? 0.0f : std::exp(w_.local_max[b] - w_.row_max[b]) / w_.row_sum[b];
+    if (decoupled_) decoupled_terms_of_samples();
+    for (std::size_t b = 0; b < B_; ++b) {
+      if (!decoupled_) w_.log_denominator[b] = w_.row_max[b] + std::log(w_.row_sum[b]);
+      if (!comm_)
+        w_.row_scale[b] = decoupled_ ? std::exp(w_.row_max[b] - w_.log_denominator[b]) : 1.0f / w_.row_sum[b];
+      else
+        w_.row_scale[b] = w_.local_max[b] == -std::numeric_limits<float>::infinity()
+                              ? 0.0f
+                              : std::exp(w_.local_max[b] - w_.log_denominator[b]);
+    }
+  }
+
+  // OutputLoss::kDecoupled: each label's exp(logit - row max), each sample's terms, and its
+  // denominator: a non-label's dL/dz = e_n x scale = exp(z - (row max - log scale)).
+  void decoupled_terms_of_samples() {
+    w_.label_exp.resize(w_.labels.size());
+    w_.decoupled.resize(B_);
+    for (std::size_t b = 0; b < B_; ++b) {
+      const std::size_t r0 = static_cast<std::size_t>(w_.label_ptr[b]), r1 = static_cast<std::size_t>(w_.label_ptr[b + 1]);
+      for (std::size_t q = r0; q < r1; ++q)
+        w_.label_exp[q] = std::exp(static_cast<double>(w_.label_logit[q]) - static_cast<double>(w_.row_max[b]));
+      w_.decoupled[b] = decoupled_terms(w_.label_exp.data() + r0, r1 - r0, static_cast<double>(w_.row_sum[b]));
+      w_.log_denominator[b] = static_cast<float>(static_cast<double>(w_.row_max[b]) - std::log(w_.decoupled[b].scale));
+    }
   }
 
   // The row of this shard holding global output `label`, or kAbsent (dense output layer).
@@ -448,6 +488,7 @@ class OutputBatch {
   Collective* const comm_;
   const OutputShard shard_;
   const bool bf16_;       // bf16_matmul on a CPU that multiplies BF16 in hardware
+  const bool decoupled_;  // the loss is OutputLoss::kDecoupled
   const std::size_t K2_;  // K rounded up to even: the BF16 products' depth over hidden units
   std::size_t B_ = 0, N_ = 0, ldc_ = 0;
   int L_ = 0;

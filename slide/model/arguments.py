@@ -79,9 +79,10 @@ def check_training(optimizer: str, learning_rate: Any, lr_schedule: Any, lr_warm
 
 def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: str, neighbours: Any,
                   neighbour_weight: Any, sparse_exchange: str, seed: Any, rerank: Any, rerank_weight: Any,
-                  neighbour_space: str) -> None:
-    """The input transform, precision, matrix products, vote, re-ranker, MPI exchange and seed."""
+                  neighbour_space: str, output_loss: str) -> None:
+    """The input transform, loss, precision, matrix products, vote, re-ranker, MPI exchange and seed."""
     NETWORK["input_norm"].check(input_norm, "input_norm")
+    NETWORK["output_loss"].check(output_loss, "output_loss")
     if not (finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
         raise ValueError(f"input_dropout must be a number in [0, 1), got {input_dropout!r}")
     NETWORK["precision"].check(precision, "precision")

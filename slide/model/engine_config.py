@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .._core import LayerConfig, NetworkConfig, OptimizerConfig, OptimizerKind, OutputShard, SparseExchange
+from .._core import (LayerConfig, NetworkConfig, OptimizerConfig, OptimizerKind, OutputLoss, OutputShard,
+                     SparseExchange)
 from ..config import LSHConfig
 
 
 def engine_config(net: Any) -> NetworkConfig:
-    """`net`'s layers, optimizer, threads, seed and input transform, with this rank's block of the
+    """`net`'s layers, optimizer, threads, seed, input transform and output loss, with this rank's block of the
     output layer under MPI (`net.output_shard`)."""
     c = NetworkConfig()
     c.input_dim = net.input_dim
@@ -28,6 +29,7 @@ def engine_config(net: Any) -> NetworkConfig:
     c.bf16_matmul = net.matmul == "bf16"
     c.l2_normalize_input = net.input_norm == "l2"
     c.input_dropout = net.input_dropout
+    c.output_loss = getattr(OutputLoss, net.output_loss)
     return c
 
 

@@ -67,8 +67,10 @@ def test_sampled_gradient_is_confined_to_the_active_set():
     assert len(touched) < 2000 * 0.5, "a sampled layer must not compute every neuron"
 
 
-def test_dense_gradient_matches_finite_differences():
-    net = slide.Network(IN, OUT, hidden=(16, 12), lsh=None, threads=1, seed=3)
+@pytest.mark.parametrize("output_loss", ["softmax", "decoupled"])
+def test_dense_gradient_matches_finite_differences(output_loss):
+    """The gradients the batch trains with are those of the loss `mean_loss` reports, per sample."""
+    net = slide.Network(IN, OUT, hidden=(16, 12), lsh=None, threads=1, seed=3, output_loss=output_loss)
     X, Y = _data(n=8, seed=3)
     n = X.shape[0]
     grads = _grads(net, X, Y)
@@ -100,9 +102,28 @@ def test_dense_gradient_matches_finite_differences():
     assert checked == 36
 
 
-def test_loss_decreases_on_repeated_batches():
-    net = slide.Network(IN, OUT, hidden=(16,), lsh=None, threads=1, seed=0, learning_rate=1e-2)
+@pytest.mark.parametrize("output_loss", ["softmax", "decoupled"])
+def test_loss_decreases_on_repeated_batches(output_loss):
+    net = slide.Network(IN, OUT, hidden=(16,), lsh=None, threads=1, seed=0, learning_rate=1e-2,
+                        output_loss=output_loss)
     X, Y = _data(n=32)
     before = net.loss(X, Y)
     net.fit(X, Y, epochs=30, batch_size=8, progress=False)
     assert net.loss(X, Y) < 0.5 * before
+
+
+def test_decoupled_loss_is_the_softmax_for_one_label_and_frees_the_labels_of_each_other():
+    """With one label per sample a label's only rivals are the negatives under both losses; with
+    several, the softmax makes a sample's labels share one unit of probability and the decoupled
+    loss does not, so its labels' logits are pushed up harder (a more negative gradient)."""
+    X, _ = _data()
+    one = as_labels([[i % OUT] for i in range(X.shape[0])], OUT, X.shape[0])
+    nets = {loss: slide.Network(IN, OUT, hidden=(16,), lsh=None, threads=1, seed=4, output_loss=loss)
+            for loss in ("softmax", "decoupled")}
+    g1 = {loss: _grads(net, X, one) for loss, net in nets.items()}
+    for name in g1["softmax"]:
+        np.testing.assert_allclose(g1["decoupled"][name], g1["softmax"][name], rtol=1e-4, atol=1e-6, err_msg=name)
+    many = as_labels([[0, 1, 2, 3]] * X.shape[0], OUT, X.shape[0])
+    bias = {loss: _grads(net, X, many)["layers.0.bias_grad"] for loss, net in nets.items()}
+    assert np.all(bias["decoupled"][:4] < bias["softmax"][:4] - 1e-3)
+    assert np.all(bias["decoupled"][4:] > 0) and np.all(bias["softmax"][4:] > 0)

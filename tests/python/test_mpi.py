@@ -129,6 +129,18 @@ def test_ranks_train_what_one_process_trains(tmp_path, mode, ranks, exchange):
 
 
 @needs_mpi
+@pytest.mark.parametrize("mode", ["batch", "dense"])
+def test_ranks_train_the_decoupled_loss_as_one_process_does(tmp_path, mode):
+    """A label's decoupled term needs its own logit, which only the rank holding its row computes:
+    the ranks share the labels' logits, so every rank's gradients are the single process's."""
+    single = job(tmp_path, "single", 0, "--mode", mode, "--output-loss", "decoupled")[0]
+    ranked = job(tmp_path, "ranked", 2, "--mode", mode, "--output-loss", "decoupled")
+    _assert_ranks_train_as_one(single, ranked)
+    softmax = job(tmp_path, "softmax", 0, "--mode", mode)[0]
+    assert single["loss"][0] != pytest.approx(softmax["loss"][0], rel=1e-3)
+
+
+@needs_mpi
 def test_ranks_switch_to_late_min_active_together(tmp_path):
     """lsh.late_min_active applies after the samples of every rank: the ranks build the same larger
     shared sets from the same batch on, so they still train what one process trains."""

@@ -41,6 +41,10 @@ def test_the_cpp_optimizer_defaults_are_the_tables():
         assert np.float32(getattr(core, name)) == np.float32(NETWORK[name].default), name
 
 
+def test_the_cpp_output_loss_default_is_the_tables():
+    assert _core.NetworkConfig().output_loss.name == NETWORK["output_loss"].default
+
+
 def test_lsh_config_has_exactly_the_tables_fields_and_defaults():
     assert [f.name for f in fields(slide.LSHConfig)] == list(LSH)
     assert slide.LSHConfig().to_dict() == defaults(LSH)

@@ -27,11 +27,11 @@ def _grads(net, X, Y, rows=None):
     return g, stats
 
 
-@pytest.mark.parametrize("hidden", [(16,), (16, 12)])
-def test_all_active_shared_batch_equals_per_sample(hidden):
+@pytest.mark.parametrize("hidden, output_loss", [((16,), "softmax"), ((16, 12), "softmax"), ((16,), "decoupled")])
+def test_all_active_shared_batch_equals_per_sample(hidden, output_loss):
     """With every neuron in the shared set, the GEMM path computes what SLIDE's per-sample path
     computes with every neuron active; (16, 12) also re-runs the hidden layers for the backward."""
-    kw = dict(hidden=hidden, threads=1, seed=5)
+    kw = dict(hidden=hidden, threads=1, seed=5, output_loss=output_loss)
     per_sample = slide.Network(IN, OUT, lsh=slide.LSHConfig(k=2, l=3, min_active=OUT), **kw)
     shared = slide.Network(IN, OUT, lsh=slide.LSHConfig(k=2, l=3, min_active=OUT, batch_active=OUT), **kw)
     X, Y = _data()
@@ -43,8 +43,9 @@ def test_all_active_shared_batch_equals_per_sample(hidden):
         np.testing.assert_allclose(gs[name], gp[name], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
-def _numpy_gradients(net, X, Y):
-    """Full-softmax forward and backward in float64 from the network's own weights."""
+def _numpy_gradients(net, X, Y, output_loss="softmax"):
+    """Full-softmax (or decoupled: each label against the non-labels) forward and backward in
+    float64 from the network's own weights."""
     w = {k: v.astype(np.float64) for k, v in net.weights().items()}
     emb, b0 = w["input.weight"], w["input.bias.weight"].ravel()
     W, b = w["layers.0.weight"], w["layers.0.bias"]
@@ -58,22 +59,32 @@ def _numpy_gradients(net, X, Y):
         labels = Y.indices[Y.indptr[i]:Y.indptr[i + 1]]
         target[i, labels] = 1.0 / len(labels)
     G = p - target
-    dh = (G @ W) * (pre > 0)
     loss = -(target * np.log(p)).sum()
+    if output_loss == "decoupled":
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        is_label = target > 0
+        negatives = np.where(is_label, 0.0, e).sum(axis=1, keepdims=True)
+        own = np.where(is_label, e / (e + negatives), 1.0)  # each label's probability against the non-labels
+        share = target.max(axis=1, keepdims=True)          # 1 / |labels|
+        scale = share * np.where(is_label, 1.0 / (e + negatives), 0.0).sum(axis=1, keepdims=True)
+        G = np.where(is_label, share * (own - 1.0), e * scale)
+        loss = -(np.where(is_label, share * np.log(own), 0.0)).sum()
+    dh = (G @ W) * (pre > 0)
     return {"layers.0.weight_grad": G.T @ h, "layers.0.bias_grad": G.sum(axis=0),
             "input.bias.weight_grad": dh.sum(axis=0)[None, :]}, loss
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_dense_output_wider_than_a_chunk_matches_numpy(threads):
+@pytest.mark.parametrize("threads, output_loss", [(1, "softmax"), (2, "softmax"), (1, "decoupled"), (2, "decoupled")])
+def test_dense_output_wider_than_a_chunk_matches_numpy(threads, output_loss):
     """20,000 outputs are three 8,192-neuron chunks: an online-softmax pass, then the logits are
-    recomputed chunk by chunk for the gradient. The output layer's gradients are race-free with any
-    number of threads; the embedding's shared bias row is HOGWILD, so it is checked with one."""
+    recomputed chunk by chunk for the gradient (a label's decoupled term needs its logit from
+    whichever chunk holds it). The output layer's gradients are race-free with any number of
+    threads; the embedding's shared bias row is HOGWILD, so it is checked with one."""
     out = 20_000
-    net = slide.Network(IN, out, hidden=(8,), lsh=None, threads=threads, seed=3)
+    net = slide.Network(IN, out, hidden=(8,), lsh=None, threads=threads, seed=3, output_loss=output_loss)
     X, Y = _data(n=40, out=out, labels=3)
     g, stats = _grads(net, X, Y)
-    ref, loss = _numpy_gradients(net, X, Y)
+    ref, loss = _numpy_gradients(net, X, Y, output_loss)
     assert stats["loss"] == pytest.approx(loss, rel=1e-4)
     if threads > 1:
         del ref["input.bias.weight_grad"]

@@ -22,6 +22,7 @@ p.add_argument("--epochs", type=int, default=4)
 p.add_argument("--save")
 p.add_argument("--load")
 p.add_argument("--rerank", type=int, default=0)
+p.add_argument("--output-loss", default="softmax")
 p.add_argument("--late", action="store_true", help="raise min_active after 1,200 samples (lsh.late_min_active)")
 p.add_argument("--validate", action="store_true", help="hold out rows to pick the re-ranker's weight on")
 a = p.parse_args()
@@ -47,7 +48,7 @@ else:
         batch_active=20, min_active=40, bucket_size=1000, rehash_every=160,
         **(dict(late_min_active=70, late_after=1200) if a.late else {}))
     net = slide.Network(d, labels, hidden=16, lsh=lsh, threads=1, seed=3, neighbours=0, comm=comm,
-                        learning_rate=0.01, sparse_exchange=a.exchange, rerank=a.rerank)
+                        learning_rate=0.01, sparse_exchange=a.exchange, rerank=a.rerank, output_loss=a.output_loss)
 # One process defers the output layer's gradient accumulators; MPI ranks sum into them every batch.
 accumulators_at_start = bool(net.weights()["layers.0.weight_grad"].flags.writeable)
 # Each rank takes its share of every global batch, in order, so the batches are the single run's.
