@@ -127,3 +127,13 @@ def test_decoupled_loss_is_the_softmax_for_one_label_and_frees_the_labels_of_eac
     bias = {loss: _grads(net, X, many)["layers.0.bias_grad"] for loss, net in nets.items()}
     assert np.all(bias["decoupled"][:4] < bias["softmax"][:4] - 1e-3)
     assert np.all(bias["decoupled"][4:] > 0) and np.all(bias["softmax"][4:] > 0)
+
+
+def test_the_output_loss_travels_with_the_model_and_older_files_train_the_softmax(tmp_path):
+    net = slide.Network(IN, OUT, hidden=(16,), lsh=None, threads=1, seed=4, output_loss="decoupled")
+    net.save(tmp_path / "model.npz")
+    assert slide.Network.load(tmp_path / "model.npz").output_loss == "decoupled"
+    older = {k: v for k, v in net.get_config().items() if k != "output_loss"}  # written before the setting
+    assert slide.Network.from_config(older).output_loss == "softmax"
+    with pytest.raises(ValueError, match="output_loss must be one of softmax, decoupled"):
+        slide.Network(IN, OUT, output_loss="hinge")
