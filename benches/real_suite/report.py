@@ -36,7 +36,7 @@ def _cell(result: dict, key: str, digits: int) -> str:
     return "-" if key not in result else f"{result[key]:.{digits}f}"
 
 
-def render_table(report: dict) -> str:
+def render_table(report: dict, name: str = "real_suite.json") -> str:
     env = report["environment"]
     rounds = report.get("rounds", 1)
     if rounds == 1:
@@ -47,7 +47,7 @@ def render_table(report: dict) -> str:
     else:  # results from before 2026-11-29 kept one run whole
         runs = f"each method's run of median training time of {rounds}, run in alternation"
     lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, {runs} "
-             f"(`benches/results/real_suite.json`). Training s: what training costs (slide: training plus "
+             f"(`benches/results/{name}`). Training s: what training costs (slide: training plus "
              f"the evaluations that pick the best epoch, the vote's memory, the re-ranker and their weights); ratio: against the faster "
              f"tree method.", "",
              "| set (train / test points, labels) | method | P@1 | P@3 | P@5 | PSP@1 | PSP@5 | train s | ratio | "

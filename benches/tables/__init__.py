@@ -48,6 +48,7 @@ def _one(name: str, render: Callable[[dict, str], str]) -> Block:
 BLOCKS: dict[str, Block] = {
     # accuracy on real and realistic data
     "real_suite": _one("real_suite.json", accuracy.real_suite),
+    "real_suite_decoupled": _one("real_suite_decoupled.json", accuracy.real_suite),
     "xc_real": _one("xc_real.json", accuracy.xc_real),
     "xc_real_published": _one("xc_real.json", accuracy.xc_real_published),
     "neighbours": _one("neighbours.json", accuracy.neighbours),

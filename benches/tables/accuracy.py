@@ -13,7 +13,7 @@ METRICS = ("P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5")
 
 def real_suite(result: dict, name: str = "real_suite.json") -> str:
     """The real-data suite's table: benches.real_suite.report renders it (the README's headline)."""
-    return report.render_table(result)
+    return report.render_table(result, name)
 
 
 def xc_real(result: dict, name: str = "xc_real.json") -> str:
