@@ -166,7 +166,8 @@ float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
   double loss = 0.0;
   if (config_.output_loss == OutputLoss::kDecoupled) {
     std::vector<double> label_exp(static_cast<std::size_t>(s.num_labels));
-    for (int i = 0; i < s.num_labels; ++i) label_exp[i] = std::exp(static_cast<double>(out.values[label_position(out, s, i)] - mx));
+    for (int i = 0; i < s.num_labels; ++i)
+      label_exp[i] = std::exp(static_cast<double>(out.values[label_position(out, s, i)] - mx));
     const DecoupledTerms terms = decoupled_terms(label_exp.data(), label_exp.size(), sum);
     for (double e : label_exp) loss -= std::log(std::max(terms.probability(e), 1e-300));
     return static_cast<float>(loss / s.num_labels);

@@ -19,7 +19,11 @@ enum class OutputLoss { kSoftmax, kDecoupled };
 struct DecoupledTerms {
   double negatives = 0.0;  // N: the negatives' share of the normaliser
   double scale = 0.0;      // dL/dz_n = e_n x scale for a negative n
-  double probability(double label_exp) const { return label_exp / (label_exp + negatives); }
+  // A label's probability against the negatives (1 where there are none and it is absent too).
+  double probability(double label_exp) const {
+    const double denominator = label_exp + negatives;
+    return denominator > 0.0 ? label_exp / denominator : 1.0;
+  }
 };
 
 // From the sum of e_n over every active output (`total`) and the labels' own e_l (`labels` of them,
