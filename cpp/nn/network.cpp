@@ -156,7 +156,7 @@ std::uint32_t label_position(const Activations& out, const SampleView& s, int i)
 
 }  // namespace
 
-float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
+float Network::loss_of(ThreadState& ts, const SampleView& s) const {
   const Activations& out = ts.layers.back().out;
   if (s.num_labels == 0 || out.count == 0) return 0.0f;
   float mx = out.values[0];
@@ -165,7 +165,8 @@ float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
   for (std::uint32_t p = 0; p < out.count; ++p) sum += std::exp(static_cast<double>(out.values[p] - mx));
   double loss = 0.0;
   if (config_.output_loss == OutputLoss::kDecoupled) {
-    std::vector<double> label_exp(static_cast<std::size_t>(s.num_labels));
+    std::vector<double>& label_exp = ts.label_exp;
+    label_exp.resize(static_cast<std::size_t>(s.num_labels));
     for (int i = 0; i < s.num_labels; ++i)
       label_exp[i] = std::exp(static_cast<double>(out.values[label_position(out, s, i)] - mx));
     const DecoupledTerms terms = decoupled_terms(label_exp.data(), label_exp.size(), sum);
@@ -180,21 +181,18 @@ float Network::loss_of(const ThreadState& ts, const SampleView& s) const {
 float Network::train_sample(ThreadState& ts, const SampleView& s) {
   if (s.num_labels == 0) return 0.0f;  // no target: nothing to learn from this sample
   infer(ts, s, Mode::kTrain, 0, ts.rng);
-  // The loss over the active outputs (nn/output_loss.h): softmax probabilities first.
+  // The loss over the active outputs (nn/output_loss.h), from delta = e_n = exp(z_n - max).
   LayerScratch& top = ts.layers.back();
   Activations& out = top.out;
   const Kernels& k = kernels();
   const float sum = k.exp_sum(out.values.data(), out.delta.data(), out.count, k.max_value(out.values.data(), out.count));
-  const float inv = 1.0f / sum;
-  for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= inv;
   const float target = 1.0f / static_cast<float>(s.num_labels);
   double loss = 0.0;
   if (config_.output_loss == OutputLoss::kDecoupled) {
-    // delta holds e_n / sum: rescaled by sum, the terms are the same in any common unit.
     std::vector<double>& label_exp = ts.label_exp;
     label_exp.resize(static_cast<std::size_t>(s.num_labels));
     for (int i = 0; i < s.num_labels; ++i) label_exp[i] = out.delta[label_position(out, s, i)];
-    const DecoupledTerms terms = decoupled_terms(label_exp.data(), label_exp.size(), 1.0);
+    const DecoupledTerms terms = decoupled_terms(label_exp.data(), label_exp.size(), sum);
     const float scale = static_cast<float>(terms.scale);
     for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= scale;
     for (int i = 0; i < s.num_labels; ++i) {
@@ -203,6 +201,8 @@ float Network::train_sample(ThreadState& ts, const SampleView& s) {
       out.delta[label_position(out, s, i)] = target * static_cast<float>(q - 1.0);
     }
   } else {
+    const float inv = 1.0f / sum;
+    for (std::uint32_t p = 0; p < out.count; ++p) out.delta[p] *= inv;
     for (int i = 0; i < s.num_labels; ++i) {
       const std::uint32_t p = label_position(out, s, i);
       loss -= std::log(std::max(out.delta[p], 1e-30f));

@@ -38,7 +38,7 @@ class Network {
   // and the embedding, accumulating their gradients. Needs the activations of forward_hidden.
   void backward_hidden(ThreadState& ts, const SampleView& s);
   // Softmax cross-entropy of the output activations against the labels (dense or active set).
-  float loss_of(const ThreadState& ts, const SampleView& s) const;
+  float loss_of(ThreadState& ts, const SampleView& s) const;  // ts: its output activations and scratch
 
   // Collects the batch's label union, from which sampled output layers draw shared negatives.
   void prepare_batch(const CsrIds& y, const std::int64_t* rows, std::int64_t count);

@@ -390,7 +390,7 @@ class OutputBatch {
     for (std::size_t b = 0; b < B_; ++b) {
       if (!decoupled_) w_.log_denominator[b] = w_.row_max[b] + std::log(w_.row_sum[b]);
       if (!comm_)
-        w_.row_scale[b] = decoupled_ ? std::exp(w_.row_max[b] - w_.log_denominator[b]) : 1.0f / w_.row_sum[b];
+        w_.row_scale[b] = decoupled_ ? static_cast<float>(w_.decoupled[b].scale) : 1.0f / w_.row_sum[b];
       else
         w_.row_scale[b] = w_.local_max[b] == -std::numeric_limits<float>::infinity()
                               ? 0.0f
