@@ -8,7 +8,8 @@ GIT_DIR is a clone of github.com/tsoumakas/mulan (bare is enough); the Debian se
 ~/.cache/slide-real-suite), never into the repository. Each (set, method) runs in a fresh process
 at --threads threads; with --rounds N each set's methods run N times in alternation and each
 keeps the seconds of its run of median training time (this shared host's speed drifts by a third
-from one minute to the next) and the mean of its runs' accuracy. Results:
+from one minute to the next) and the mean of its runs' accuracy; round r runs every method at seed
+--seed + r, so the mean is over seeds, not one seed's draw repeated. Results:
 benches/results/real_suite.json, then `python -m benches.real_suite.report` regenerates the
 real-suite tables (README and docs/benchmarks) and benches/results/real_suite.png."""
 
@@ -89,7 +90,7 @@ def main() -> int:
     ap.add_argument("--sets", nargs="*", default=list(SETS), choices=SETS)
     ap.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the first round's seed; round r runs at seed + r")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--rounds", type=int, default=1,
                     help="run each set's methods this many times, in alternation (a, b, a, b, ...); each method's "
@@ -103,16 +104,16 @@ def main() -> int:
     if args.build_only:
         return 0
     report = {"benchmark": "real_suite", "environment": describe(args.threads), "seed": args.seed,
-              "rounds": args.rounds, "combined": COMBINED, "methods_doc": methods.__doc__, "sets": {}}
+              "seeds": [args.seed + r for r in range(args.rounds)], "rounds": args.rounds, "combined": COMBINED, "methods_doc": methods.__doc__, "sets": {}}
     t0 = time.time()
     for name in args.sets:
         record = read_record(args.data_dir, name)
         entry = report["sets"][name] = {**{k: record[k] for k in ("train_points", "test_points", "features",
                                                                   "labels", "sha256", "source")}, "methods": {}}
         runs: dict[str, list] = {}
-        for _ in range(args.rounds):
+        for round_index in range(args.rounds):
             for method in methods_for(record["labels"], args.methods):
-                result = run_one(set_dir(args.data_dir, name), method, args.threads, args.seed)
+                result = run_one(set_dir(args.data_dir, name), method, args.threads, args.seed + round_index)
                 runs.setdefault(method, []).append(result)
                 entry["methods"][method] = combined_run(runs[method])
                 shown = "  ".join(f"{k} {result[k]:.4f}" for k in ("P@1", "P@5", "PSP@1") if k in result)

@@ -42,8 +42,11 @@ def render_table(report: dict, name: str = "real_suite.json") -> str:
     if rounds == 1:
         runs = "one run"
     elif report.get("combined") == COMBINED:
-        runs = (f"{rounds} runs of each method in alternation, P@k and PSP@k their mean, seconds and memory those of "
-                f"the run of median training time")
+        # files from before 2026-12-01 ran every round at one seed
+        seeds = report.get("seeds", [report.get("seed", 0)])
+        at = f"seeds {', '.join(map(str, seeds))}" if len(set(seeds)) > 1 else f"seed {seeds[0]}"
+        runs = (f"{rounds} runs of each method in alternation at {at}, P@k and PSP@k their mean, seconds and memory "
+                f"those of the run of median training time")
     else:  # results from before 2026-11-29 kept one run whole
         runs = f"each method's run of median training time of {rounds}, run in alternation"
     lines = [f"Commit `{env['commit'][:10]}`, {env['threads']} threads, {env['simd_level']} kernels, {runs} "

@@ -206,10 +206,30 @@ def test_rounds_keep_the_mean_accuracy_and_the_seconds_of_the_run_of_median_time
 def test_the_table_says_how_the_rounds_were_combined():
     result = json.loads(report.RESULT.read_text())
     assert "one run" in report.render_table({**result, "rounds": 1})
-    combined = report.render_table({**result, "rounds": 3, "combined": report.COMBINED})
-    assert "3 runs of each method in alternation, P@k and PSP@k their mean" in combined
+    combined = report.render_table({**result, "rounds": 3, "combined": report.COMBINED, "seeds": [0, 1, 2]})
+    assert "3 runs of each method in alternation at seeds 0, 1, 2, P@k and PSP@k their mean" in combined
+    one_seed = {k: v for k, v in result.items() if k != "seeds"}  # files from before the seeds moved per round
+    assert "in alternation at seed 0, P@k" in report.render_table({**one_seed, "rounds": 3, "combined": report.COMBINED})
     older = {k: v for k, v in result.items() if k != "combined"}
     assert "each method's run of median training time of 3" in report.render_table({**older, "rounds": 3})
+
+
+def test_each_round_runs_every_method_at_the_next_seed(tmp_path, monkeypatch):
+    from benches.real_suite import __main__ as suite
+
+    calls = []
+    monkeypatch.setattr(suite, "build", lambda *a: None)
+    monkeypatch.setattr(suite, "read_record", lambda data_dir, name: {
+        "labels": 10, "train_points": 1, "test_points": 1, "features": 1, "sha256": {}, "source": {}})
+    monkeypatch.setattr(suite, "run_one", lambda folder, method, threads, seed: calls.append((method, seed)) or
+                        {"train_seconds": 1.0, "P@1": 0.5 + seed / 10})
+    out = tmp_path / "result.json"
+    monkeypatch.setattr(sys, "argv", ["real_suite", "--sets", "bibtex", "--methods", "slide", "omikuji",
+                                      "--rounds", "3", "--seed", "5", "--out", str(out)])
+    assert suite.main() == 0
+    assert calls == [("slide", 5), ("omikuji", 5), ("slide", 6), ("omikuji", 6), ("slide", 7), ("omikuji", 7)]
+    written = json.loads(out.read_text())
+    assert written["seeds"] == [5, 6, 7] and written["sets"]["bibtex"]["methods"]["slide"]["P@1"] == 1.1
 
 
 def test_a_worker_that_fails_gives_the_last_line_of_its_stderr(tmp_path):
