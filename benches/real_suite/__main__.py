@@ -104,7 +104,8 @@ def main() -> int:
     if args.build_only:
         return 0
     report = {"benchmark": "real_suite", "environment": describe(args.threads), "seed": args.seed,
-              "seeds": [args.seed + r for r in range(args.rounds)], "rounds": args.rounds, "combined": COMBINED, "methods_doc": methods.__doc__, "sets": {}}
+              "seeds": [args.seed + r for r in range(args.rounds)], "rounds": args.rounds, "combined": COMBINED,
+              "methods_doc": methods.__doc__, "sets": {}}
     t0 = time.time()
     for name in args.sets:
         record = read_record(args.data_dir, name)
