@@ -48,7 +48,7 @@ _D = defaults(NETWORK)    # the constructor's defaults, declared in slide.settin
 __all__ = ["Network", "History", "TrainingData", "TrainingDiverged", "TrainingInterrupted", "default_threads"]
 
 
-class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
+class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
     """A network for extreme classification trained with LSH-sampled softmax (SLIDE).
 
     Args:
@@ -372,22 +372,6 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.WordVectorLookup):
         X = as_features(X, self.input_dim)
         Yc = as_labels(Y, self.output_dim, X.shape[0])
         return float(self._core.mean_loss(X.indptr, X.indices, X.data, Yc.indptr, Yc.indices))
-
-    # ----------------------------------------------------------------- word vectors
-    @property
-    def vocabulary(self) -> Optional[list[str]]:
-        """The word each input feature stands for (feature i is ``vocabulary[i]``), or None. `slide
-        train --dataset text8` sets it; set it yourself for a model trained on your own one-hot
-        words. Saved in the model file; the word-vector methods (`get_word_vector`, `most_similar`,
-        `save_word2vec`, from `slide.word_vectors.WordVectorLookup`) need it."""
-        return None if self._vocabulary is None else list(self._vocabulary)
-
-    @vocabulary.setter
-    def vocabulary(self, words: Optional[Sequence[str]]) -> None:
-        self._set_vocabulary(None if words is None else word_vectors.check_vocabulary(words, self.input_dim))
-
-    def _word_matrix(self) -> np.ndarray:
-        return self.weights()["input.weight"]
 
     # ----------------------------------------------------------------- introspection
     def weights(self) -> dict[str, np.ndarray]:

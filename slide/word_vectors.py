@@ -244,3 +244,26 @@ class WordVectorLookup:
         default, word2vec.c's binary with ``binary=True``; gensim reads either with
         ``KeyedVectors.load_word2vec_format(path, binary=...)``."""
         write_word2vec(path, self._need_vocabulary(), self._word_matrix(), binary=binary)
+
+
+class InputVocabulary(WordVectorLookup):
+    """Word vectors from a network's input embedding: one row per input feature, `vocabulary`
+    naming each feature's word (`slide.Network`)."""
+
+    input_dim: int
+
+    @property
+    def vocabulary(self) -> Optional[list[str]]:
+        """The word each input feature stands for (feature i is ``vocabulary[i]``), or None. `slide
+        train --dataset text8` sets it; set it yourself for a model trained on your own one-hot
+        words. Saved in the model file; the word-vector methods (`get_word_vector`, `most_similar`,
+        `save_word2vec`, from `slide.word_vectors.WordVectorLookup`) need it."""
+        return None if self._vocabulary is None else list(self._vocabulary)
+
+    @vocabulary.setter
+    def vocabulary(self, words: Optional[Sequence[str]]) -> None:
+        self._set_vocabulary(None if words is None else check_vocabulary(words, self.input_dim))
+
+    def _word_matrix(self) -> np.ndarray:
+        return self.weights()["input.weight"]  # type: ignore[attr-defined]
+
