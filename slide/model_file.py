@@ -22,6 +22,7 @@ from .neighbours import NeighbourMemory
 from .npz_members import check_data_size, check_stored, npy_meta, read_members
 from .optimizers import is_optimizer_state
 from .paths import regular_file
+from .label_tree import LabelTree
 from .reranker import ShortlistReranker
 from .word_vectors import VOCABULARY_ARRAY, vocabulary_from_array, vocabulary_to_array
 
@@ -32,10 +33,15 @@ _MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.po
 # The re-ranker's arrays (slide.reranker.ShortlistReranker.to_arrays) and their types.
 _RERANKER_ARRAYS = {"reranker.weights": np.dtype(np.float32), "reranker.bias": np.dtype(np.float32),
                     "reranker.shortlist": np.dtype(np.int64), "reranker.trained_on": np.dtype(np.int64)}
+# The label tree's arrays (slide.label_tree.LabelTree.to_arrays) and their types.
+_TREE_ARRAYS = {"tree.children": np.dtype(np.int64), "tree.leaf_indptr": np.dtype(np.int64),
+                "tree.leaf_labels": np.dtype(np.int64), "tree.weights.indptr": np.dtype(np.int64),
+                "tree.weights.indices": np.dtype(np.int32), "tree.weights.values": np.dtype(np.float32),
+                "tree.bias": np.dtype(np.float32)}
 # Arrays a part may lack: files written before they were kept (ShortlistReranker.from_arrays says how).
 _OPTIONAL_ARRAYS = frozenset({"reranker.trained_on"})
 # Arrays whose size the configuration does not fix: read whole, by their type.
-_WHOLE_ARRAYS = {**_MEMORY_ARRAYS, **_RERANKER_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
+_WHOLE_ARRAYS = {**_MEMORY_ARRAYS, **_RERANKER_ARRAYS, **_TREE_ARRAYS, VOCABULARY_ARRAY: np.dtype(np.uint8)}
 
 
 FORMAT = "slide-model"
@@ -86,6 +92,8 @@ def save_network(net: Any, path: PathLike, *, include_optimizer: bool = True,
         arrays.update(net.memory.to_arrays())
     if net.reranker is not None:
         arrays.update(net.reranker.to_arrays())
+    if net.tree is not None:
+        arrays.update(net.tree.to_arrays())
     if net.vocabulary is not None:
         arrays[VOCABULARY_ARRAY] = vocabulary_to_array(net.vocabulary)
     write_model(path, header, arrays)
@@ -219,6 +227,9 @@ def _attach_memory_and_vocabulary(net: Any, path: Path, whole: dict[str, np.ndar
     reranker = _optional_part(net, path, whole, _RERANKER_ARRAYS, "the re-ranker", ShortlistReranker.from_arrays)
     if reranker is not None:
         net.reranker = reranker
+    tree = _optional_part(net, path, whole, _TREE_ARRAYS, "the label tree", LabelTree.from_arrays)
+    if tree is not None:
+        net.tree = tree
     if vocabulary is not None:
         try:
             net.vocabulary = vocabulary_from_array(vocabulary, net.input_dim)

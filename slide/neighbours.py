@@ -166,7 +166,7 @@ class Fusion:
     ranks by logit + weight * vote + rerank_weight * re-ranker score for any weights."""
 
     def __init__(self, ids: np.ndarray, logits: np.ndarray, votes: sp.csr_matrix, logits_of: Optional[LogitsOf],
-                 rerank_of: Optional[LogitsOf] = None) -> None:
+                 rerank_of: Optional[LogitsOf] = None, tree_of: Optional[LogitsOf] = None) -> None:
         n, k = ids.shape
         rows = np.repeat(np.arange(n), k)
         keep = ids.ravel() >= 0
@@ -181,10 +181,12 @@ class Fusion:
         self.vote = np.concatenate([np.zeros(int(only_net.sum()), np.float32), votes.data.astype(np.float32)])
         self.rerank = np.zeros(self.ids.size, np.float32) if rerank_of is None else \
             rerank_of(self.rows, self.ids).astype(np.float32)
+        self.tree = np.zeros(self.ids.size, np.float32) if tree_of is None else \
+            tree_of(self.rows, self.ids).astype(np.float32)
         # Each query's candidates side by side, in the order above, so that `top` ranks them for
         # every weight pair (tuning tries dozens) without grouping them again.
         grouped = np.argsort(self.rows, kind="stable")
-        for name in ("rows", "ids", "logits", "vote", "rerank"):
+        for name in ("rows", "ids", "logits", "vote", "rerank", "tree"):
             setattr(self, name, getattr(self, name)[grouped])
         self._counts = np.bincount(self.rows, minlength=n).astype(np.int64)
         self._starts = np.cumsum(self._counts) - self._counts
@@ -193,15 +195,16 @@ class Fusion:
         """The re-ranker's scores of every candidate again, from another re-ranker."""
         self.rerank = rerank_of(self.rows, self.ids).astype(np.float32)
 
-    def _boost(self, weight: float, rerank_weight: float) -> np.ndarray:
-        return np.float32(weight) * self.vote + np.float32(rerank_weight) * self.rerank
+    def _boost(self, weight: float, rerank_weight: float, tree_weight: float = 0.0) -> np.ndarray:
+        return np.float32(weight) * self.vote + np.float32(rerank_weight) * self.rerank + \
+            np.float32(tree_weight) * self.tree
 
-    def log_normalizer(self, weight: float, network_log_normalizer: np.ndarray, rerank_weight: float = 0.0
-                       ) -> np.ndarray:
+    def log_normalizer(self, weight: float, network_log_normalizer: np.ndarray, rerank_weight: float = 0.0,
+                       tree_weight: float = 0.0) -> np.ndarray:
         """log of sum_l exp(logit_l + boost_l) over every output, per query, where boost_l is
-        weight * vote_l + rerank_weight * rerank_l on the candidates and 0 elsewhere: the network's
-        normaliser with the candidates' terms scaled by exp(boost)."""
-        boost = self._boost(weight, rerank_weight)
+        weight * vote_l + rerank_weight * rerank_l + tree_weight * tree_l on the candidates and 0
+        elsewhere: the network's normaliser with the candidates' terms scaled by exp(boost)."""
+        boost = self._boost(weight, rerank_weight, tree_weight)
         boosted = boost != 0
         rows = self.rows[boosted]
         log_p = self.logits[boosted].astype(np.float64) - network_log_normalizer[rows]
@@ -213,26 +216,28 @@ class Fusion:
         total = np.exp(rest - peak) + np.bincount(rows, weights=np.exp(lifted - peak[rows]), minlength=self.n)
         return (network_log_normalizer + peak + np.log(total)).astype(np.float32)
 
-    def top(self, weight: float, k: int, rerank_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, weight: float, k: int, rerank_weight: float = 0.0, tree_weight: float = 0.0
+            ) -> tuple[np.ndarray, np.ndarray]:
         """(ids int32 [n, k], fused scores float32 [n, k]), best first, ties in the candidates'
         order (the network's before the voted); -1 / -inf where a query has fewer than k
         candidates. One pass over the candidates in the engine (cpp/prediction/fused_top_k.cpp):
         sorting them for each weight pair took most of tuning's time."""
-        return fused_top_k(self._starts, self._counts, self.ids, self.logits, self.vote, self.rerank,
+        logits = self.logits + np.float32(tree_weight) * self.tree if tree_weight else self.logits
+        return fused_top_k(self._starts, self._counts, self.ids, logits, self.vote, self.rerank,
                            float(weight), float(rerank_weight), int(k))
 
 
 def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str = "P@1",
                  weights: tuple[float, ...] = WEIGHTS, rerank_weights: tuple[float, ...] = (0.0,),
-                 combine: Optional[Callable[[dict], dict]] = None
+                 combine: Optional[Callable[[dict], dict]] = None, tree_weight: float = 0.0
                  ) -> tuple[tuple[float, float], dict[tuple[float, float], float]]:
-    """The (vote weight, re-ranker weight) pair with the best `monitor` on (fusion's queries, Y);
-    ties go to the smaller weights. Returns it and every pair's score. `combine` turns the
-    queries' report into the one judged (under MPI: the mean over every rank's queries)."""
+    """The (vote weight, re-ranker weight) pair with the best `monitor` on (fusion's queries, Y),
+    at `tree_weight`; ties go to the smaller weights. Returns it and every pair's score. `combine`
+    turns the queries' report into the one judged (under MPI: the mean over every rank's queries)."""
     scores = {}
     for w in weights:
         for rw in rerank_weights:
-            ids, _ = fusion.top(w, max(ks), rw)
+            ids, _ = fusion.top(w, max(ks), rw, tree_weight)
             report = ranking_report(ids, Y, ks)
             scores[(w, rw)] = float((combine(report) if combine is not None else report)[monitor])
     best = max(scores, key=lambda pair: (scores[pair], -pair[0], -pair[1]))

@@ -33,6 +33,7 @@ from .modes import mode_of
 from .network_files import NetworkFiles, _network_from_bytes  # noqa: F401 (pickles name it here)
 from .neighbours import NeighbourMemory
 from .prediction.methods import FusedPrediction
+from .label_tree import LabelTree
 from .reranker import ShortlistReranker
 from .schedules import Schedule
 from .settings import NETWORK, defaults
@@ -103,6 +104,9 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
             predictions add ``rerank_weight`` x their score on the network's ``rerank`` best and
             the voted labels; a label below the lists they trained on scores -1 (`fit_reranker`,
             `slide.reranker`; 0: no re-ranker).
+        label_tree, tree_weight: `fit` then trains a label tree with at most ``label_tree`` labels
+            a leaf on the training points in memory (`fit_label_tree`, `slide.label_tree`; 0: none),
+            and predictions add ``tree_weight`` x its log-probability of each candidate, its beam's too.
         threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
@@ -128,14 +132,16 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         input_dropout: float = _D["input_dropout"], precision: str = _D["precision"], matmul: str = _D["matmul"],
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
         neighbour_space: str = _D["neighbour_space"], output_loss: str = _D["output_loss"],
-        rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], threads: Optional[int] = None,
-        seed: int = 0, sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
+        rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], label_tree: int = _D["label_tree"],
+        tree_weight: float = _D["tree_weight"], threads: Optional[int] = None, seed: int = 0,
+        sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
         hidden, lsh, hidden_lsh = arguments.layers(input_dim, output_dim, hidden, mode, lsh, hidden_lsh)
         arguments.check_training(optimizer, learning_rate, lr_schedule, lr_warmup, lr_schedule_steps,
                                  (beta1, beta2, eps))
         arguments.check_choices(input_norm, input_dropout, precision, matmul, neighbours, neighbour_weight,
-                                sparse_exchange, seed, rerank, rerank_weight, neighbour_space, output_loss)
+                                sparse_exchange, seed, rerank, rerank_weight, neighbour_space, output_loss, label_tree,
+                                tree_weight)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
@@ -149,6 +155,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
         self.rerank, self.rerank_weight = int(rerank), float(rerank_weight)
         self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`
+        self.label_tree, self.tree_weight = int(label_tree), float(tree_weight)
+        self.tree: Optional[LabelTree] = None  # trained by `fit_label_tree`
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange
@@ -306,7 +314,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         Scores are logits, plus ``neighbour_weight`` times the neighbours' vote when the network
         remembers its training points (`remember`; `fit` does it when ``neighbours`` > 0) and
         ``use_neighbours`` is true, plus ``rerank_weight`` times the re-ranker's score on the
-        network's ``rerank`` best labels when it has one (`fit_reranker`). ``mode="dense"``
+        network's ``rerank`` best labels when it has one (`fit_reranker`), plus ``tree_weight`` times
+        the label tree's log-probability when it has one (`fit_label_tree`). ``mode="dense"``
         scores every output neuron (exact); ``mode="sparse"`` scores only the neurons the LSH tables retrieve (fast, approximate;
         topped up with random neurons so at least k are scored). Missing entries get id -1.
         """
@@ -319,7 +328,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         X = self.ranks.on_every_rank(as_features, X, self.input_dim)
         composed = self.composed(use_neighbours)
         if composed is not None:
-            return composed.top(X, k, mode == "dense", self.neighbour_weight, self.rerank_weight)
+            return composed.top(X, k, mode == "dense", self.neighbour_weight, self.rerank_weight, self.tree_weight)
         return self.ranks.top_k(self, X, k, mode == "dense")
 
     @one_call_at_a_time
@@ -347,7 +356,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         check_int("k", k, 1, self.output_dim)
         X = self.ranks.on_every_rank(as_features, X, self.input_dim)
         if self.voted is not None:
-            return self.voted.top_proba(X, k, self.neighbour_weight, self.rerank_weight)
+            return self.voted.top_proba(X, k, self.neighbour_weight, self.rerank_weight, self.tree_weight)
         ids, scores, log_normalizer = self.ranks.top_k(self, X, k, True, normaliser=True)
         return ids, np.exp(scores - log_normalizer[:, None]).astype(np.float32)
 

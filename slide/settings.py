@@ -178,6 +178,12 @@ NETWORK = _table(
     Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
             "score; with validation data, training picks it from 0 to 64", 0, 1e6, flag="--rerank-weight",
             default=1.0),
+    Setting("label_tree", "int", "N: after the network, a label tree (Parabel's: labels split in two by balanced "
+            "2-means until at most N a leaf, a linear classifier per node and label over the input features) is "
+            "trained on the points in memory, and each prediction's candidates, with the tree's beam search's, "
+            "add its log-probability (slide.label_tree); 0: off", 0, 1_000_000, flag="--label-tree", default=0),
+    Setting("tree_weight", "float", "weight of the label tree in the fused score, + weight x log-probability; "
+            "with validation data, training picks it from 0 to 4", 0, 1e6, flag="--tree-weight", default=1.0),
 )
 
 # Keys of run.toml's [lsh] table: slide.LSHConfig's fields (the C++ LshConfig's defaults). The

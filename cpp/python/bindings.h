@@ -18,6 +18,7 @@ void bind_testing(py::module_& m);
 void bind_neighbours(py::module_& m);
 void bind_collective(py::module_& m);
 void bind_reranker(py::module_& m);
+void bind_label_tree(py::module_& m);
 void bind_sparse_step(py::module_& m);
 
 }  // namespace slide::python

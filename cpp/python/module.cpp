@@ -14,5 +14,6 @@ PYBIND11_MODULE(_core, m) {
   slide::python::bind_neighbours(m);
   slide::python::bind_collective(m);
   slide::python::bind_reranker(m);
+  slide::python::bind_label_tree(m);
   slide::python::bind_sparse_step(m);
 }

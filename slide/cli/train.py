@@ -113,9 +113,15 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
     if final.get("neighbour_weight") is not None:
         print(f"predictions fuse the {net.neighbours} nearest training points' labels, weight "
               f"{final['neighbour_weight']:g}{picked}", flush=True)
-    if final.get("rerank_weight") is not None:
+    if final.get("rerank_weight") is not None and net.reranker is not None:
         print(f"predictions re-rank the network's {net.rerank} best labels with per-label linear classifiers, "
               f"weight {final['rerank_weight']:g}{_c_of(final)}{picked}", flush=True)
+    elif final.get("rerank_weight") is not None and net.tree is not None:
+        print(f"predictions re-score each candidate with the label tree's per-label classifiers in the re-ranker's "
+              f"place, weight {final['rerank_weight']:g}{picked}", flush=True)
+    if final.get("tree_weight") is not None:
+        print(f"predictions add the label tree's log-probability of each candidate (the network's, the vote's and "
+              f"the tree's beam's), weight {final['tree_weight']:g}{picked}", flush=True)
     if final.get("best_epoch") is not None:
         what = f"epoch {final['best_epoch']}" if final.get("averaged_from") is None else \
             f"the mean of epochs {final['averaged_from']} to {final['best_epoch']}"

@@ -79,8 +79,9 @@ def check_training(optimizer: str, learning_rate: Any, lr_schedule: Any, lr_warm
 
 def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: str, neighbours: Any,
                   neighbour_weight: Any, sparse_exchange: str, seed: Any, rerank: Any, rerank_weight: Any,
-                  neighbour_space: str, output_loss: str) -> None:
-    """The input transform, loss, precision, matrix products, vote, re-ranker, MPI exchange and seed."""
+                  neighbour_space: str, output_loss: str, label_tree: Any = 0, tree_weight: Any = 1.0) -> None:
+    """The input transform, loss, precision, matrix products, vote, re-ranker, label tree, MPI
+    exchange and seed."""
     NETWORK["input_norm"].check(input_norm, "input_norm")
     NETWORK["output_loss"].check(output_loss, "output_loss")
     if not (finite_number(input_dropout) and 0.0 <= input_dropout < 1.0):
@@ -92,6 +93,8 @@ def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: s
     NETWORK["neighbour_space"].check(neighbour_space, "neighbour_space")
     NETWORK["rerank"].check(rerank, "rerank")
     NETWORK["rerank_weight"].check(rerank_weight, "rerank_weight")
+    NETWORK["label_tree"].check(label_tree, "label_tree")
+    NETWORK["tree_weight"].check(tree_weight, "tree_weight")
     check_int("seed", seed, 0, MAX_SEED)
     NETWORK["sparse_exchange"].check(sparse_exchange, "sparse_exchange")
 

@@ -1,6 +1,7 @@
 """A network composed with what re-scores its shortlist: the labels of each query's nearest
-training points (the vote, `slide.neighbours`) and per-label linear classifiers (the re-ranker,
-`slide.reranker`), fused as logit + weight x vote + rerank_weight x re-ranker score."""
+training points (the vote, `slide.neighbours`), per-label linear classifiers (the re-ranker,
+`slide.reranker`) and a label tree (`slide.label_tree`, whose beam adds candidates too), fused as
+logit + weight x vote + rerank_weight x re-ranker score + tree_weight x the tree's log-probability."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from ..label_tree import LabelTree
 from ..neighbours import Fusion, NeighbourMemory, pair_keys, pick_weights
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 
@@ -18,6 +20,11 @@ from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 # the products here (800,000 random pairs at hidden 256: 0.39 s in chunks of 2^16, 0.18 s in
 # chunks of 2^12 or 2^10; by script on the suite's host).
 _CHUNK = 1 << 11
+# The tree's beam's best labels that join each query's candidates. On debian-rdeps (slide's fused
+# top 25, by script) the union with the tree's top 25 scored 0.228 / 0.110 P@1 / P@5 at tree weight
+# 1, where slide's own 25 re-scored by the tree gave less (0.2225-0.2246 / 0.1074-0.1079 with
+# omikuji's tree): the tree finds labels the network ranks low.
+TREE_CANDIDATES = 25
 
 
 class KnownPairs:
@@ -51,8 +58,8 @@ class VotedNetwork:
     is one), plus the re-ranker's scores on the network's top `reranker.shortlist` (when there is one)."""
 
     def __init__(self, net: Any, memory: Optional[NeighbourMemory], neighbours: int,
-                 reranker: Optional[ShortlistReranker] = None) -> None:
-        self.net, self.memory, self.neighbours, self.reranker = net, memory, neighbours, reranker
+                 reranker: Optional[ShortlistReranker] = None, tree: Optional[LabelTree] = None) -> None:
+        self.net, self.memory, self.neighbours, self.reranker, self.tree = net, memory, neighbours, reranker, tree
 
     def fusion(self, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
                ) -> tuple[Fusion, Optional[np.ndarray]]:
@@ -67,8 +74,8 @@ class VotedNetwork:
                 ) -> tuple[Fusion, Optional[np.ndarray], Optional[KnownPairs]]:
         """`fusion`'s, and the pairs the re-ranker knows (None without one)."""
         net, threads, reranker = self.net, self.net.threads, self.reranker
-        if reranker is not None:
-            k = min(max(k, reranker.shortlist), net.output_dim)
+        if reranker is not None or self.tree is not None:  # the network's shortlist, as wide as the tree's
+            k = min(max(k, reranker.shortlist if reranker is not None else TREE_CANDIDATES), net.output_dim)
         # With the vote, the network's top `trained_on` say which voted labels the re-ranker knows.
         ranked = k if reranker is None or self.memory is None else max(k, min(reranker.trained_on, net.output_dim))
         # Through the network's strategy: under MPI each rank holds a block of the output layer,
@@ -80,9 +87,16 @@ class VotedNetwork:
         votes = self.memory.votes(X, self.neighbours, threads, space=net.neighbour_space,
                                   representation=net.representation) if self.memory is not None else \
             sp.csr_matrix((X.shape[0], self.net.output_dim), dtype=np.float32)
+        tree_of = None
+        if self.tree is not None:
+            votes = with_candidates(votes, self.tree.top(X, TREE_CANDIDATES, threads=threads)[0])
+            tree_of = lambda rows, labels: self.tree.log_probabilities(X, rows, labels, threads=threads)  # noqa: E731
         known = None if reranker is None else KnownPairs(X, ids[:, :reranker.trained_on], threads)
+        rerank_of = None if known is None else known.scorer(reranker)
+        if rerank_of is None and self.tree is not None:  # the tree's own classifiers re-score in its place
+            rerank_of = lambda rows, labels: self.tree.label_scores(X, rows, labels, threads=threads)  # noqa: E731
         return Fusion(ids[:, :k], logits[:, :k], votes, self._logits_of(X) if votes.nnz else None,
-                      None if known is None else known.scorer(reranker)), log_normalizer, known
+                      rerank_of, tree_of), log_normalizer, known
 
     def _logits_of(self, X: sp.csr_matrix):
         """(rows, labels) -> the network's logits of those pairs."""
@@ -99,38 +113,55 @@ class VotedNetwork:
             return out
         return logits_of
 
-    def top(self, X: sp.csr_matrix, k: int, dense: bool, weight: float, rerank_weight: float = 0.0
-            ) -> tuple[np.ndarray, np.ndarray]:
+    def top(self, X: sp.csr_matrix, k: int, dense: bool, weight: float, rerank_weight: float = 0.0,
+            tree_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(ids, fused scores) of the top k."""
-        return self.fusion(X, k, dense)[0].top(weight, k, rerank_weight)
+        return self.fusion(X, k, dense)[0].top(weight, k, rerank_weight, tree_weight)
 
-    def top_proba(self, X: sp.csr_matrix, k: int, weight: float, rerank_weight: float = 0.0
+    def top_proba(self, X: sp.csr_matrix, k: int, weight: float, rerank_weight: float = 0.0, tree_weight: float = 0.0
                   ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, probabilities) of the top k: softmax(logit + weight x vote + rerank_weight x
-        re-ranker score), the last term on the shortlisted labels only, normalised exactly."""
+        re-ranker score + tree_weight x tree log-probability), the last two terms on the
+        candidates only, normalised exactly."""
         fusion, log_normalizer = self.fusion(X, k, True, normaliser=True)
-        ids, scores = fusion.top(weight, k, rerank_weight)
-        norm = fusion.log_normalizer(weight, log_normalizer, rerank_weight)
+        ids, scores = fusion.top(weight, k, rerank_weight, tree_weight)
+        norm = fusion.log_normalizer(weight, log_normalizer, rerank_weight, tree_weight)
         return ids, np.exp(scores - norm[:, None]).astype(np.float32)
 
     def best_weights(self, X: sp.csr_matrix, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, dense: bool,
                      weights: tuple[float, ...], rerank_weights: tuple[float, ...],
-                     rerankers: Iterable[ShortlistReranker] = ()
-                     ) -> tuple[Optional[ShortlistReranker], tuple[float, float], dict[tuple[float, float], float]]:
-        """(the re-ranker, the (vote weight, re-ranker weight) pair) with the best `monitor` on X,
-        Y, and that re-ranker's every pair's score. `rerankers`, alternatives to this one trained
-        on the same lists (another C), are each scored on the same candidates as they come and
-        kept only while best; this one stays unless one does strictly better."""
+                     rerankers: Iterable[ShortlistReranker] = (), tree_weights: tuple[float, ...] = (0.0,)
+                     ) -> tuple[Optional[ShortlistReranker], tuple[float, float], dict[tuple[float, float], float], float]:
+        """(the re-ranker, the (vote weight, re-ranker weight) pair, that re-ranker's every pair's
+        score at the tree weight picked, the tree weight from `tree_weights`) with the best
+        `monitor` on X, Y. `rerankers`, alternatives to this one trained on the same lists
+        (another C), are each scored on the same candidates as they come and kept only while
+        best; this one stays unless one does strictly better, and so do smaller tree weights."""
         fusion, _, known = self._fusion(X, max(ks), dense)
         # Under MPI each rank scores its own rows; every rank picks from the means over all of them.
         over_ranks = lambda report: self.net.ranks.mean(report, X.shape[0])  # noqa: E731
-        best = (self.reranker, *pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks))
-        for reranker in rerankers:
-            if known is None or (reranker.shortlist, reranker.trained_on) != (self.reranker.shortlist,
-                                                                            self.reranker.trained_on):
-                raise ValueError("the re-rankers compared must re-score the same lists as the network's own")
-            fusion.rescore(known.scorer(reranker))
-            pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks)
-            if scores[pair] > best[2][best[1]]:
-                best = (reranker, pair, scores)
+        best = None
+        for reranker in (self.reranker, *rerankers):
+            if reranker is not self.reranker:
+                if known is None or (reranker.shortlist, reranker.trained_on) != (self.reranker.shortlist,
+                                                                                self.reranker.trained_on):
+                    raise ValueError("the re-rankers compared must re-score the same lists as the network's own")
+                fusion.rescore(known.scorer(reranker))
+            for tree_weight in tree_weights:
+                pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks,
+                                            tree_weight=tree_weight)
+                if best is None or scores[pair] > best[2][best[1]]:
+                    best = (reranker, pair, scores, tree_weight)
         return best
+
+
+def with_candidates(votes: sp.csr_matrix, ids: np.ndarray) -> sp.csr_matrix:
+    """`votes` with each row's `ids` (-1 for none) it lacks added as explicit zeros, so that they
+    join the candidates (`Fusion` computes the logits of every entry)."""
+    rows = np.repeat(np.arange(ids.shape[0]), ids.shape[1])
+    listed = ids.ravel() >= 0
+    coo = votes.tocoo()
+    merged = sp.coo_matrix((np.concatenate([coo.data, np.zeros(int(listed.sum()), coo.data.dtype)]),
+                            (np.concatenate([coo.row, rows[listed]]), np.concatenate([coo.col, ids.ravel()[listed]]))),
+                           shape=votes.shape)
+    return merged.tocsr()  # duplicates summed (vote + 0); the zeros stay stored

@@ -22,6 +22,7 @@ from ..model.errors import TrainingDiverged, TrainingInterrupted
 from ..network import Network
 from ..plots import plot_progress
 from ..progress import duration
+from ..prediction.methods import TREE_RESCORES_BELOW
 from ..prediction.reranker_training import list_scan, training_lists
 from ..training.loop import TrainingLoop
 from ..training.position import Position
@@ -235,6 +236,8 @@ class RunLoop:
             extra["neighbour_weight"] = net.neighbour_weight
         if net.rerank:
             extra["rerank_weight"] = net.rerank_weight
+        if net.tree is not None:
+            extra["tree_weight"] = net.tree_weight
         if net.reranker is not None and net.reranker.hinge_c is not None:
             extra["rerank_c"] = net.reranker.hinge_c
 
@@ -249,7 +252,7 @@ class RunLoop:
             if self.validation.best_is_average:
                 extra["averaged_from"] = self.average.first
         t0 = time.perf_counter()
-        if memory is not None and (net.neighbours or net.rerank):
+        if memory is not None and (net.neighbours or net.rerank or net.label_tree):
             self._fit_fusion(memory, extra)
         extra["fusion_seconds"] = round(time.perf_counter() - t0, 3)
         t1 = time.perf_counter()
@@ -273,6 +276,9 @@ def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:
                  if list_scan(net) == "bf16" else f"an exact scan of its {net.output_dim:,} outputs")
         steps.append(f"training the re-ranker ({solver} on each point's {listed} best labels by the network, "
                      f"found by {found})")
+    if net.label_tree and not streamed and net.comm is None:
+        steps.append(f"training a label tree (at most {net.label_tree} labels a leaf; where the labels have fewer "
+                     f"than {TREE_RESCORES_BELOW:g} points each, its classifiers re-score in the re-ranker's place)")
     return "after the last epoch: " + "; ".join(steps) if steps else None
 
 

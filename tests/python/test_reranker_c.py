@@ -84,15 +84,15 @@ def test_the_comparison_keeps_the_first_on_a_tie_and_a_strictly_better_one(fitte
     net, X, Y = fitted
     trained = net.reranker
     twin = copy.deepcopy(trained)
-    kept, pair, scores = VotedNetwork(net, None, 0, trained).best_weights(X, Y, (1, 3, 5), "nDCG@5", True, (0.0,),
-                                                                          WEIGHTS, rerankers=[twin])
-    assert kept is trained
+    kept, pair, scores, tree_weight = VotedNetwork(net, None, 0, trained).best_weights(
+        X, Y, (1, 3, 5), "nDCG@5", True, (0.0,), WEIGHTS, rerankers=[twin])
+    assert kept is trained and tree_weight == 0.0  # no tree: its weight stays out of the pick
     blank = ShortlistReranker(net.input_dim, net.output_dim, trained.shortlist, trained_on=trained.trained_on)
     blank_pair, blank_scores = _scores(net, blank, X, Y)
     trained_pair, trained_scores = _scores(net, trained, X, Y)
     assert trained_scores[trained_pair] > blank_scores[blank_pair]  # the trained one re-ranks better
-    kept, pair, scores = VotedNetwork(net, None, 0, blank).best_weights(X, Y, (1, 3, 5), "nDCG@5", True, (0.0,),
-                                                                        WEIGHTS, rerankers=iter([trained]))
+    kept, pair, scores, _ = VotedNetwork(net, None, 0, blank).best_weights(X, Y, (1, 3, 5), "nDCG@5", True, (0.0,),
+                                                                           WEIGHTS, rerankers=iter([trained]))
     assert kept is trained and (pair, scores) == (trained_pair, trained_scores)
     narrower = ShortlistReranker(net.input_dim, net.output_dim, trained.shortlist, trained_on=trained.shortlist)
     with pytest.raises(ValueError, match="must re-score the same lists"):

@@ -1,0 +1,7 @@
+"""A label tree beside the network: Parabel's balanced tree of linear classifiers (`LabelTree`)."""
+
+from .clustering import LEAF_SIZE
+from .shape import TreeShape
+from .tree import BEAM, LabelTree
+
+__all__ = ["BEAM", "LEAF_SIZE", "LabelTree", "TreeShape"]

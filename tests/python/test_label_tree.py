@@ -1,0 +1,302 @@
+"""The label tree (slide.label_tree, cpp/label_tree/): its classifiers are liblinear's squared
+hinge on Parabel's points (scikit-learn's LinearSVC and a plain Python walk of the tree are the
+oracles); its shape is one balanced tree over every label, the same at any thread count; beam
+search equals the exact ranking when the beam holds every leaf; model files keep it, and a damaged
+one is refused with what is wrong."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import slide
+from slide._core import sparse_dual_cd, sparse_pair_scores, tree_shape, tree_task_points
+from slide.datasets import make_train_test
+from slide.datasets.synthetic import unit_rows
+from slide.label_tree import LabelTree, TreeShape
+from slide.label_tree.clustering import build_shape, label_vectors
+from slide.label_tree.node_points import task_points
+from slide.label_tree.tree import log_probability
+from slide.model_file import ModelFileError
+
+
+def _problem(seed=0, n=300, features=60, labels=40):
+    """Labels in four groups, each group's points drawing on its own quarter of the features."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, 4, n)
+    rows, cols = [], []
+    for i in range(n):
+        own = rng.choice(np.arange(group[i] * 15, group[i] * 15 + 15), 6, replace=False)
+        rows += [i] * 8
+        cols += list(own) + list(rng.choice(features, 2, replace=False))
+    X = unit_rows(sp.csr_matrix((rng.random(len(rows)).astype(np.float32) + 0.1, (rows, cols)), shape=(n, features)))
+    Y = sp.lil_matrix((n, labels), dtype=np.float32)
+    for i in range(n):
+        for label in rng.choice(np.arange(group[i] * 10, group[i] * 10 + 10), rng.integers(1, 4), replace=False):
+            Y[i, label] = 1.0
+    return X, sp.csr_matrix(Y)
+
+
+def _task_points_by_walking(shape, Y):
+    """The oracle: each task's rows by walking the tree in Python (Parabel's rule)."""
+    Y = sp.csr_matrix(Y)
+    n_labels = Y.shape[1]
+    parent, leaf_of = shape.parents(), shape.leaf_of_label(n_labels)
+
+    def reached(row):
+        nodes = set()
+        for label in Y.indices[Y.indptr[row]:Y.indptr[row + 1]]:
+            node = leaf_of[label]
+            while node >= 0:
+                nodes.add(int(node))
+                node = parent[node]
+        return nodes
+
+    tasks = [[] for _ in range(shape.nodes + n_labels)]
+    for row in range(Y.shape[0]):
+        nodes, own = reached(row), set(Y.indices[Y.indptr[row]:Y.indptr[row + 1]].tolist())
+        for node in nodes:
+            left, right = shape.children[node]
+            if left >= 0:
+                tasks[left].append((row, int(left in nodes)))
+                tasks[right].append((row, int(right in nodes)))
+            else:
+                for label in shape.leaf_labels[shape.leaf_indptr[node]:shape.leaf_indptr[node + 1]]:
+                    tasks[shape.nodes + label].append((row, int(label in own)))
+    return tasks
+
+
+def _per_task(indptr, rows, positive):
+    return [list(zip(rows[indptr[t]:indptr[t + 1]].tolist(), positive[indptr[t]:indptr[t + 1]].tolist()))
+            for t in range(indptr.size - 1)]
+
+
+@pytest.mark.parametrize("seed, leaf_size", [(0, 5), (1, 3), (2, 40), (3, 1)])
+def test_task_points_match_a_walk_of_the_tree(seed, leaf_size):
+    X, Y = _problem(seed)
+    Y = Y.tolil()
+    Y[5, :] = 0  # a point without labels reaches nothing
+    Y = sp.csr_matrix(Y)
+    shape = build_shape(label_vectors(X, Y), leaf_size, seed)
+    got = _per_task(*task_points(shape, Y))
+    assert got == _task_points_by_walking(shape, Y)
+    assert got[0] == []  # the root has no classifier
+
+
+@pytest.mark.parametrize("leaf_size", [1, 3, 7, 40, 100])
+def test_the_shape_is_one_balanced_tree_over_every_label(leaf_size):
+    X, Y = _problem(1)
+    V = label_vectors(X, Y)
+    shape = build_shape(V, leaf_size, seed=3)
+    TreeShape.checked(shape.children, shape.leaf_indptr, shape.leaf_labels, Y.shape[1])  # one tree, every label once
+    sizes = np.diff(shape.leaf_indptr)
+    leaves = shape.children[:, 0] < 0
+    assert sizes[leaves].max() <= leaf_size and sizes[~leaves].sum() == 0
+
+    def below(node):
+        left, right = shape.children[node]
+        return sizes[node] if left < 0 else below(left) + below(right)
+    for node in np.flatnonzero(~leaves):  # balanced: the halves differ by one label at most
+        left, right = shape.children[node]
+        assert abs(below(left) - below(right)) <= 1 and below(left) + below(right) > leaf_size
+
+
+def test_the_shape_is_the_same_at_any_thread_count_and_splits_the_planted_groups():
+    X, Y = _problem(2)
+    V = label_vectors(X, Y)
+    one = build_shape(V, 10, seed=5, threads=1)
+    for threads in (2, 3):
+        other = build_shape(V, 10, seed=5, threads=threads)
+        np.testing.assert_array_equal(one.children, other.children)
+        np.testing.assert_array_equal(one.leaf_labels, other.leaf_labels)
+    # The four groups of ten labels use disjoint features: most leaves hold one group (2-means from
+    # a random start can settle with groups mixed; a random balanced split of the 40 labels into
+    # leaves of ten almost never gives one a single group).
+    pure = leaves = 0
+    for seed in range(10):
+        shape = build_shape(V, 10, seed=seed)
+        for node in np.flatnonzero(shape.children[:, 0] < 0):
+            labels = shape.leaf_labels[shape.leaf_indptr[node]:shape.leaf_indptr[node + 1]]
+            pure += len(set((labels // 10).tolist())) == 1
+            leaves += 1
+    assert leaves == 40 and pure >= 24
+
+
+def test_every_task_is_liblinears_squared_hinge_on_its_points_and_small_weights_are_dropped():
+    svm = pytest.importorskip("sklearn.svm")
+    X, Y = _problem(3, n=200)
+    shape = build_shape(label_vectors(X, Y), 10, seed=0)
+    indptr, rows, positive = task_points(shape, Y)
+    x = (X.indptr, X.indices, X.data, X.shape[1])
+    w_indptr, w_indices, w_values, bias, loss = sparse_dual_cd(*x, indptr, rows, positive, 1.0, 5000, 1e-6, 0, 0.0, 2)
+    assert 0.0 < loss < 1.0
+    W = sp.csr_matrix((w_values, w_indices, w_indptr), shape=(indptr.size - 1, X.shape[1]))
+    checked = 0
+    for task in range(indptr.size - 1):
+        mine, y = rows[indptr[task]:indptr[task + 1]], positive[indptr[task]:indptr[task + 1]]
+        if not 0 < y.sum() < len(y):
+            continue
+        oracle = svm.LinearSVC(C=1.0, tol=1e-10, max_iter=100_000).fit(X[mine].astype(np.float64), y)
+        got = np.asarray(X[mine] @ W[task].T.toarray()).ravel() + bias[task]
+        np.testing.assert_allclose(got, oracle.decision_function(X[mine].astype(np.float64)), atol=1e-4)
+        checked += 1
+    assert checked > 20
+    pruned = sparse_dual_cd(*x, indptr, rows, positive, 1.0, 5000, 1e-6, 0, 0.1, 2)
+    kept = sp.csr_matrix((pruned[2], pruned[1], pruned[0]), shape=W.shape)
+    np.testing.assert_allclose(kept.toarray(), np.where(np.abs(W.toarray()) >= 0.1, W.toarray(), 0.0), atol=1e-6)
+    np.testing.assert_array_equal(pruned[3], bias)  # the bias is never dropped
+
+
+def test_pair_scores_are_the_rows_dotted_with_the_weights_in_any_order():
+    rng = np.random.default_rng(0)
+    X = sp.random(50, 30, density=0.3, format="csr", random_state=1, dtype=np.float32)
+    W = sp.random(12, 30, density=0.4, format="csr", random_state=2, dtype=np.float32)
+    bias = rng.normal(size=12).astype(np.float32)
+    rows, tasks = rng.integers(0, 50, 400), rng.integers(0, 12, 400).astype(np.int32)
+    got = sparse_pair_scores(X.indptr.astype(np.int64), X.indices, X.data, 30, rows.astype(np.int64), tasks,
+                             W.indptr.astype(np.int64), W.indices, W.data, bias, 2)
+    want = (X @ W.T).toarray()[rows, tasks] + bias[tasks]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_beam_search_is_the_exact_ranking_when_the_beam_holds_every_leaf():
+    X, Y = _problem(4)
+    tree = LabelTree.fit(X, Y, leaf_size=4, threads=2)
+    leaves = int((tree.shape.children[:, 0] < 0).sum())
+    ids, log_p = tree.top(X[:40], 8, beam=leaves, threads=2)
+    every = np.arange(Y.shape[1])
+    exact = tree.log_probabilities(X[:40], np.repeat(np.arange(40), every.size), np.tile(every, 40)).reshape(40, -1)
+    np.testing.assert_allclose(log_p, -np.sort(-exact, axis=1)[:, :8], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.take_along_axis(exact, ids.astype(np.int64), 1), log_p, rtol=1e-5, atol=1e-5)
+    narrow, narrow_log_p = tree.top(X[:40], 8, beam=1)
+    assert np.all(narrow_log_p <= log_p + 1e-5)  # a narrower beam never finds better
+    assert tree.top(X[:40], 8)[0].shape == (40, 8)
+
+
+def test_a_labels_log_probability_sums_its_path():
+    X, Y = _problem(5)
+    tree = LabelTree.fit(X, Y, leaf_size=6, threads=1)
+    W = sp.csr_matrix((tree.values, tree.indices, tree.indptr), shape=(tree.bias.size, X.shape[1]))
+    scores = (X @ W.T).toarray() + tree.bias
+    parent, leaf_of = tree.shape.parents(), tree.shape.leaf_of_label(Y.shape[1])
+    for row, label in [(0, 0), (3, 17), (10, 39), (7, 25)]:
+        want, node = log_probability(scores[row, tree.shape.nodes + label:tree.shape.nodes + label + 1])[0], leaf_of[label]
+        while parent[node] >= 0:
+            want += log_probability(scores[row, node:node + 1])[0]
+            node = parent[node]
+        got = tree.log_probabilities(X, np.array([row]), np.array([label]))[0]
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-5)
+
+
+def test_a_network_with_a_label_tree_picks_its_weight_and_keeps_it_in_its_file(tmp_path):
+    train, test = make_train_test(900, 200, 300, 120, seed=3, avg_nnz=12, avg_labels=2)
+    net = slide.Network(300, 120, hidden=(16,), mode="dense", neighbours=0, label_tree=8, threads=2, seed=0)
+    net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
+    assert net.tree is not None and net.tree.shape.nodes > 15
+    from slide.prediction.methods import TREE_WEIGHTS
+    assert net.tree_weight in TREE_WEIGHTS
+    net.tree_weight = 1.0
+    with_tree = net.predict(test.X, k=5)
+    net.tree_weight = 0.0
+    without = net.predict(test.X, k=5)
+    assert not np.array_equal(with_tree[0], without[0])
+    net.tree_weight = 1.0
+    net.save(tmp_path / "m.npz")
+    back = slide.Network.load(tmp_path / "m.npz")
+    assert back.label_tree == 8 and back.tree_weight == 1.0
+    for a, b in zip(back.predict(test.X, k=5), with_tree):
+        np.testing.assert_array_equal(a, b)
+    probabilities = back.predict_proba(test.X[:5], k=3)[1]
+    assert np.all((probabilities > 0) & (probabilities <= 1))
+
+
+def test_the_trees_classifiers_replace_the_reranker_only_where_labels_have_few_points():
+    from slide.prediction.methods import TREE_RESCORES_BELOW
+    many, _ = make_train_test(1200, 10, 300, 60, seed=4, avg_nnz=12, avg_labels=2)  # 40 points a label
+    few, _ = make_train_test(200, 10, 300, 600, seed=4, avg_nnz=12, avg_labels=2)   # under 1 a label
+    for data, reranks in ((many, True), (few, False)):
+        counts = np.bincount(sp.csr_matrix(data.Y).indices, minlength=data.Y.shape[1])
+        assert (counts.sum() / np.count_nonzero(counts) >= TREE_RESCORES_BELOW) == reranks
+        net = slide.Network(300, data.Y.shape[1], hidden=(8,), mode="dense", neighbours=0, rerank=10, label_tree=8,
+                            threads=1, seed=0)
+        net.fit(data.X, data.Y, epochs=1, batch_size=64, validation_split=0.1, progress=False)
+        assert net.tree is not None and (net.reranker is not None) == reranks
+        fusion = net.voted.fusion(data.X[:20], 5, True)[0]
+        if not reranks:  # the re-ranker's channel holds the tree's own classifiers' scores
+            want = net.tree.label_scores(data.X[:20], fusion.rows, fusion.ids)
+            np.testing.assert_allclose(fusion.rerank, want, rtol=1e-6)
+
+
+def test_a_network_without_points_in_memory_trains_no_tree():
+    train, _ = make_train_test(300, 10, 100, 50, seed=1, avg_nnz=8, avg_labels=2)
+    net = slide.Network(100, 50, hidden=(8,), mode="dense", neighbours=0, label_tree=8, threads=1, seed=0)
+    net.fit(((train.X[i:i + 100], train.Y[i:i + 100]) for i in range(0, 300, 100)), progress=False)
+    assert net.tree is None
+    net.fit_label_tree(train.X, train.Y)
+    assert net.tree is not None
+
+
+def _saved_with_tree(tmp_path):
+    train, _ = make_train_test(400, 10, 100, 60, seed=2, avg_nnz=8, avg_labels=2)
+    net = slide.Network(100, 60, hidden=(8,), mode="dense", neighbours=0, label_tree=6, threads=1, seed=0)
+    net.fit(train.X, train.Y, epochs=1, batch_size=64, progress=False)
+    return net
+
+
+def _damage(arrays, name, change):
+    arrays = {k: v.copy() for k, v in arrays.items()}
+    change(arrays[name]) if name in arrays else None
+    return arrays
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("tree.children", lambda a: a.__setitem__(slice(0, 2), [0, 0]), "numbered after it"),
+    ("tree.children", lambda a: a.__setitem__(0, -1), "two children or none"),
+    ("tree.children", lambda a: a.__setitem__(slice(2, 4), a[0:2]), "numbered after it|exactly one node"),
+    ("tree.leaf_labels", lambda a: a.__setitem__(0, a[1]), "each of the 60 labels once"),
+    ("tree.leaf_labels", lambda a: a.__setitem__(0, 60), "each of the 60 labels once"),
+    ("tree.leaf_indptr", lambda a: a.__setitem__(1, 3), "inner node of the tree holds labels|leaf_indptr"),
+    ("tree.weights.indices", lambda a: a.__setitem__(0, 100), "features outside"),
+    ("tree.weights.values", lambda a: a.__setitem__(0, np.nan), "NaN or inf"),
+    ("tree.bias", lambda a: a.__setitem__(0, np.inf), "NaN or inf"),
+    ("tree.weights.indptr", lambda a: a.__setitem__(1, a[2] + 1), "without decreasing"),
+])
+def test_a_damaged_tree_is_refused_with_what_is_wrong(tmp_path, name, change, message):
+    net = _saved_with_tree(tmp_path)
+    arrays = _damage(net.tree.to_arrays(), name, change)
+    with pytest.raises(ValueError, match=message):
+        LabelTree.from_arrays(arrays, 100, 60)
+    from slide.model_file import write_model
+    path = tmp_path / "bad.npz"
+    net.save(path)
+    import zipfile, json
+    with zipfile.ZipFile(path) as zf:
+        stored = {n[:-4]: np.load(zf.open(n)) for n in zf.namelist()}
+    header = json.loads(stored.pop("__slide_header__").tobytes())
+    stored.update(arrays)
+    header.pop("checksums")
+    write_model(path, header, stored)
+    with pytest.raises(ModelFileError, match=f"{path}.*the label tree"):
+        slide.Network.load(path)
+
+
+def test_the_engine_refuses_bad_tree_arrays_before_touching_them():
+    children = np.array([1, 2, -1, -1, -1, -1], np.int64)
+    leaf_indptr, leaf_labels = np.array([0, 0, 2, 4], np.int64), np.arange(4, dtype=np.int64)
+    y_indptr, y_indices = np.array([0, 1], np.int64), np.array([3], np.int32)
+    with pytest.raises(ValueError, match="names node 3"):
+        tree_task_points(np.array([1, 3, -1, -1, -1, -1], np.int64), leaf_indptr, leaf_labels, y_indptr, y_indices, 4)
+    with pytest.raises(ValueError, match="names label 4"):
+        tree_task_points(children, leaf_indptr, np.array([0, 1, 2, 4], np.int64), y_indptr, y_indices, 4)
+    with pytest.raises(ValueError, match="leaf_indptr"):
+        tree_task_points(children, np.array([0, 0, 2], np.int64), leaf_labels, y_indptr, y_indices, 4)
+    V = sp.csr_matrix(np.eye(4, dtype=np.float32))
+    with pytest.raises(ValueError, match="leaf_size"):
+        tree_shape(V.indptr.astype(np.int64), V.indices, V.data, 4, 0, 20, 1e-4, 0, 1)
+    X = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    x = (X.indptr.astype(np.int64), X.indices, X.data, 3)
+    with pytest.raises(ValueError, match="feature 5"):
+        sparse_pair_scores(*x, np.zeros(1, np.int64), np.zeros(1, np.int32), np.array([0, 1], np.int64),
+                           np.array([5], np.int32), np.ones(1, np.float32), np.zeros(1, np.float32), 1)
+    with pytest.raises(ValueError, match="task 1 lies outside"):
+        sparse_pair_scores(*x, np.zeros(1, np.int64), np.ones(1, np.int32), np.array([0, 1], np.int64),
+                           np.array([0], np.int32), np.ones(1, np.float32), np.zeros(1, np.float32), 1)
