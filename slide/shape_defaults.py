@@ -103,6 +103,13 @@ SMALL_EPOCHS = (2, 40)
 RERANK_SHORTLIST = 25  # the network's best labels the re-ranker re-scores (debian-deps: 25 scored as 50 did)
 RERANK_MIN_LABELS = 257  # from here on a dense-output run re-ranks too (Corel5k's 374 gained, Bibtex's 159 lost)
 RERANK_VALIDATION_SPLIT = 0.05  # what a dense-output run that re-ranks holds out to pick the weights
+# The label tree's leaves in the LSH preset: 32 labels, not omikuji's 100. One tree alone, test P@1 /
+# P@5 and seconds to fit it at 2 threads, two seeds each, by script: debian-deps-by-source 0.635-0.637
+# / 0.318-0.319 at 100 in 7.0-9.8 s, 0.636 / 0.318-0.319 at 32 in 3.9-7.9 s; debian-deps 0.691-0.696 /
+# 0.361 at 100 in 14.1-14.9 s, 0.691-0.695 / 0.360-0.361 at 32 in 6.8-7.8 s (both beside another
+# job); debian-rdeps 0.223-0.224 / 0.105 at 100 in 3.7-4.0 s, 0.221-0.224 / 0.103-0.105 at 32 in
+# 3.0-3.1 s. Smaller leaves send fewer points to each label's classifier, which is most of the work.
+TREE_LEAF_SIZE = 32
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[256], learning_rate=1e-2, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
@@ -122,7 +129,8 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
 # deps 0.702 / 0.368 and 0.700 / 0.368, debian-deps-by-source 0.642 / 0.323 and 0.644 / 0.324.
 LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "hidden": [256], "learning_rate": 4e-3,
                                        "lr_schedule": "cosine", "epochs": 6, "early_stopping": 2, "averaging": "swa",
-                                       "monitor": "nDCG@5", "rerank": RERANK_SHORTLIST, "matmul": "bf16"}
+                                       "monitor": "nDCG@5", "rerank": RERANK_SHORTLIST, "matmul": "bf16",
+                                       "label_tree": TREE_LEAF_SIZE}
 
 
 # A preset's run settings that judge epochs on held-out points: they apply only to a run that holds some out.
@@ -178,4 +186,5 @@ def preset_for_shape(n_features: int, n_labels: int,
                f"with a {p['lr_schedule']} learning rate from {p['learning_rate']:g}, validation judging the mean "
                f"of the epochs since epoch {first_averaged_epoch(p['epochs'])} beside each epoch's own (swa), "
                f"stopping after {p['early_stopping']} without a better validation {p['monitor']}, then a re-ranker "
-               f"of the network's {p['rerank']} best labels")
+               f"of the network's {p['rerank']} best labels and a label tree of at most {p['label_tree']} labels a "
+               "leaf")

@@ -59,15 +59,22 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     assert config["monitor"] == LARGE_OUTPUT_PRESET["monitor"] == "nDCG@5"
     assert config["network"]["learning_rate"] == LARGE_OUTPUT_PRESET["learning_rate"]
     assert config["network"]["rerank"] == LARGE_OUTPUT_PRESET["rerank"] > 0
+    assert config["network"]["label_tree"] == LARGE_OUTPUT_PRESET["label_tree"] > 0
     assert config["network"]["output_loss"] == "softmax"  # the suite did not confirm the decoupled loss
-    assert "predictions re-rank the network's 25 best labels" in out
     assert "validation nDCG@5 " in out.split("epoch 1:")[1]  # the epoch judged by the preset's monitor
     # Between the last epoch and the test, the run says what it is doing and then what it took.
     assert ("after the last epoch: keeping the training points for the vote; training the re-ranker (each "
             "label's squared hinge solved on each point's 100 best labels by the network, found by a scan of its "
-            "9,000 outputs with BF16 products where the CPU has AVX-512 BF16)") in out
+            "9,000 outputs with BF16 products where the CPU has AVX-512 BF16); training a label tree (at most 32 "
+            "labels a leaf; where the labels have fewer than 5 points each, its classifiers re-score in the "
+            "re-ranker's place)") in out
     assert "vote and re-ranker" in out.split("time: ")[1]
-    assert Network.load(tmp_path / "run" / "model.npz").reranker.shortlist == LARGE_OUTPUT_PRESET["rerank"]
+    # 250 points over 9,000 labels: few points a label, so the tree's classifiers re-score in the
+    # re-ranker's place (slide.prediction.methods.TREE_RESCORES_BELOW)
+    saved = Network.load(tmp_path / "run" / "model.npz")
+    assert saved.reranker is None and saved.tree is not None
+    assert "predictions re-score each candidate with the label tree's per-label classifiers" in out
+    assert "predictions add the label tree's log-probability" in out
 
 
 @pytest.mark.parametrize("points", [1, 15, 333, 1_123, 4_880, 12_920, 21_519, 10**7])
