@@ -147,12 +147,32 @@ class VotedNetwork:
                                                                                 self.reranker.trained_on):
                     raise ValueError("the re-rankers compared must re-score the same lists as the network's own")
                 fusion.rescore(known.scorer(reranker))
-            for tree_weight in tree_weights:
-                pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=over_ranks,
-                                            tree_weight=tree_weight)
-                if best is None or scores[pair] > best[2][best[1]]:
-                    best = (reranker, pair, scores, tree_weight)
+            tree_weight, pair, scores = _coordinate_pick(fusion, Y, ks, monitor, weights, rerank_weights, tree_weights,
+                                                         over_ranks)
+            if best is None or scores[pair] > best[2][best[1]]:
+                best = (reranker, pair, scores, tree_weight)
         return best
+
+
+def _coordinate_pick(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, weights: tuple,
+                     rerank_weights: tuple, tree_weights: tuple, combine) -> tuple[float, tuple, dict]:
+    """(tree weight, (vote, re-ranker) pair, every pair's score at that tree weight): the best pair
+    at the first tree weight, the best tree weight beside it (ties to the smaller), and the best
+    pair again at that tree weight. The whole grid (5 x 120 weight triples) took 1.3 s of debian-
+    rdeps' 522 held-out points and about 2 s of debian-deps' 980."""
+    pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=combine,
+                                tree_weight=tree_weights[0])
+    if len(tree_weights) == 1:
+        return tree_weights[0], pair, scores
+    beside = {tree_weights[0]: scores[pair]}
+    for tree_weight in tree_weights[1:]:
+        beside[tree_weight] = pick_weights(fusion, Y, ks, monitor, (pair[0],), (pair[1],), combine=combine,
+                                           tree_weight=tree_weight)[1][pair]
+    tree_weight = max(tree_weights, key=lambda t: (beside[t], -t))
+    if tree_weight != tree_weights[0]:
+        pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=combine,
+                                    tree_weight=tree_weight)
+    return tree_weight, pair, scores
 
 
 def with_candidates(votes: sp.csr_matrix, ids: np.ndarray) -> sp.csr_matrix:

@@ -300,3 +300,18 @@ def test_the_engine_refuses_bad_tree_arrays_before_touching_them():
     with pytest.raises(ValueError, match="task 1 lies outside"):
         sparse_pair_scores(*x, np.zeros(1, np.int64), np.ones(1, np.int32), np.array([0, 1], np.int64),
                            np.array([0], np.int32), np.ones(1, np.float32), np.zeros(1, np.float32), 1)
+
+
+def test_the_tree_weight_is_picked_beside_the_best_pair_and_ties_go_to_the_smaller():
+    from slide.neighbours import Fusion
+    from slide.prediction.fused import _coordinate_pick
+    ids = np.array([[0, 1], [2, 3]], np.int32)
+    logits = np.array([[1.0, 0.9], [1.0, 0.9]], np.float32)
+    truth = sp.csr_matrix(([1.0, 1.0], ([0, 1], [1, 3])), shape=(2, 4))
+    tree_of = lambda rows, labels: np.where(np.isin(labels, [1, 3]), 0.0, -1.0)  # noqa: E731
+    fusion = Fusion(ids, logits, sp.csr_matrix((2, 4), dtype=np.float32), None, None, tree_of)
+    tree_weight, pair, scores = _coordinate_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0, 0.5, 1.0, 2.0),
+                                                 None)
+    assert (tree_weight, pair, scores[pair]) == (0.5, (0.0, 0.0), 1.0)  # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1
+    assert _coordinate_pick(fusion, truth, (1,), "P@1", (0.0,), (0.0,), (0.0,), None)[0] == 0.0
+    assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [0, 2]  # without the tree, the logits rank
