@@ -312,6 +312,7 @@ def test_the_tree_weight_is_picked_beside_the_best_pair_and_ties_go_to_the_small
     fusion = Fusion(ids, logits, sp.csr_matrix((2, 4), dtype=np.float32), None, None, tree_of)
     tree_weight, pair, scores = _coordinate_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0, 0.5, 1.0, 2.0),
                                                  None)
-    assert (tree_weight, pair, scores[pair]) == (0.5, (0.0, 0.0), 1.0)  # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1
+    # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1
+    assert (tree_weight, pair, scores[pair]) == (0.5, (0.0, 0.0), 1.0)
     assert _coordinate_pick(fusion, truth, (1,), "P@1", (0.0,), (0.0,), (0.0,), None)[0] == 0.0
     assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [0, 2]  # without the tree, the logits rank
