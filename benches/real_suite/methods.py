@@ -1,12 +1,14 @@
 """The methods the suite runs, each as a user would with its defaults, at the same thread count:
 
 - slide:         `slide train --train F --test F` (no other flag but --threads/--seed/--out/--quiet).
-- slide-network: the same with --neighbours 0 --rerank 0: the network alone, without the vote or the
-                 shortlist re-ranker (shown; MPI and streamed runs add the re-ranker, not the vote).
+- slide-network: the same with --neighbours 0 --rerank 0 --label-tree 0: the network alone, without the
+                 vote, the shortlist re-ranker or the label tree (shown; MPI and streamed runs add the
+                 re-ranker, not the vote or the tree).
 - slide-stream:  the same as slide with --stream (large sets only): what a streamed run predicts, the
-                 network and the re-ranker without the vote, which the issue's "network alone (no
-                 vote)" target judges (the suite's files convert into one shard each, beside the
-                 file, so the re-ranker is solved as in memory).
+                 network and the re-ranker without the vote or the tree (both need the points in
+                 memory), which the issue's "network alone (no vote)" target judges (the suite's
+                 files convert into one shard each, beside the file, so the re-ranker is solved as
+                 in memory).
 - omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
 - napkinxc:      napkinXC's PLT with its defaults.
 - torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true
@@ -14,8 +16,8 @@
 
 Each returns top-5 label ids for the test points and its seconds: `train_seconds` is what training
 costs (for slide: training, the evaluations that pick the best epoch, checkpoints, and after the
-last epoch the vote's memory, the re-ranker and the search for their weights; not loading the
-files or the final test evaluation), `predict_seconds` ranking the test set."""
+last epoch the vote's memory, the re-ranker, the label tree and the search for their weights; not
+loading the files or the final test evaluation), `predict_seconds` ranking the test set."""
 
 from __future__ import annotations
 
@@ -87,7 +89,7 @@ def run_torch_sampled(folder: Path, train, test, threads: int, seed: int, work: 
 
 METHODS = {
     "slide": run_slide,
-    "slide-network": lambda *a: run_slide(*a, extra=("--neighbours", "0", "--rerank", "0")),
+    "slide-network": lambda *a: run_slide(*a, extra=("--neighbours", "0", "--rerank", "0", "--label-tree", "0")),
     "slide-stream": lambda *a: run_slide(*a, extra=("--stream",)),
     "omikuji": run_tree("omikuji"),
     "napkinxc": run_tree("napkinxc"),
