@@ -99,7 +99,7 @@ def verdict(name: str, entry: dict) -> "str | None":
         parts.append(f"no vote (streamed) {gap(streamed):+.3f} P@1 ({mark(gap(streamed) >= -NO_VOTE_GAP)})"
                      if "P@1" in streamed else "no vote (streamed) not run (missed)")
         if "P@1" in network:  # shown, not a target of its own
-            parts.append(f"network alone (no re-ranker either) {gap(network):+.3f} P@1")
+            parts.append(f"network alone (no re-ranker or tree either) {gap(network):+.3f} P@1")
     return f"- {name} against {METHOD_NAMES[best]}: " + ", ".join(parts)
 
 

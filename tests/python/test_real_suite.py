@@ -170,7 +170,7 @@ def test_above_8192_labels_a_run_without_the_vote_is_judged_too():
     entry["methods"]["slide-stream"] = _scores(0.69, 0.38, 12.0)
     line = report.verdict("big", entry)
     # the network without the re-ranker is shown beside the target, not judged
-    assert line.endswith("no vote (streamed) -0.010 P@1 (met), network alone (no re-ranker either) -0.050 P@1")
+    assert line.endswith("no vote (streamed) -0.010 P@1 (met), network alone (no re-ranker or tree either) -0.050 P@1")
     entry["methods"]["slide-stream"]["P@1"] = 0.689
     assert "no vote (streamed) -0.011 P@1 (missed)" in report.verdict("big", entry)
     small = _entry(100, _scores(0.70, 0.40, 3.0), {}, _scores(0.70, 0.38, 2.0), _scores(0.69, 0.40, 1.0))
