@@ -56,6 +56,7 @@ BLOCKS: dict[str, Block] = {
     "reranker_solver": _one("reranker_solver.json", accuracy.reranker_solver),
     "mpi_reranker": _one("mpi_reranker.json", accuracy.mpi_reranker),
     "reranker_scale": _one("reranker_scale.json", accuracy.reranker_scale),
+    "label_tree_scale": _one("label_tree_scale.json", accuracy.label_tree_scale),
     "text8_gensim": _one("text8_gensim.json", accuracy.text8_gensim),
     # side by side with the baselines
     "compare": _one("compare/compare.json", baselines.compare),

@@ -126,17 +126,36 @@ def reranker_solver(result: dict, name: str = "reranker_solver.json") -> str:
 def reranker_scale(result: dict, name: str = "reranker_scale.json") -> str:
     """Each stage of the re-ranker's training at Amazon-670K's shape: seconds and resident memory."""
     shape, scores = result["shape"], result["test_scores"]
-    rows = [[stage, fixed(s["seconds"], 1), f"{s['rss_before_gib']:.2f} GiB", f"{s['peak_rss_gib']:.2f} GiB",
-             f"+{s['lift_gib']:.2f} GiB"] for stage, s in result["stages"].items()]
     alone, fused = scores["rerank weight 0"], scores["rerank weight 1"]
-    extra = (f"catalogue data, {shape['train']:,} training and {shape['test']:,} test points, {shape['features']:,} "
-             f"features, {shape['labels']:,} labels; the network trained for one pass over "
+    extra = (f"{_catalogue(shape)}; the network trained for one pass over "
              f"{result['network']['samples_seen']:,} points; {result['label_point_pairs']:,} (label, point) pairs "
              f"from lists {result['training_list_width']} wide; test P@1 / P@5 {alone['P@1']:.4f} / "
              f"{alone['P@5']:.4f} for the network alone and {fused['P@1']:.4f} / {fused['P@5']:.4f} with the "
              f"re-ranker at weight 1; one run")
-    return source(name, result, extra=extra) + "\n\n" + table(
-        ["stage", "seconds", "RSS at its start", "peak RSS", "lift"], rows)
+    return source(name, result, extra=extra) + "\n\n" + _stages(result["stages"])
+
+
+def _catalogue(shape: dict) -> str:
+    return (f"catalogue data, {shape['train']:,} training and {shape['test']:,} test points, {shape['features']:,} "
+            f"features, {shape['labels']:,} labels")
+
+
+def _stages(stages: dict) -> str:
+    """A scale benchmark's stages (benches.reranker_scale.PeakMemory): seconds and resident memory."""
+    rows = [[stage, fixed(s["seconds"], 1), f"{s['rss_before_gib']:.2f} GiB", f"{s['peak_rss_gib']:.2f} GiB",
+             f"+{s['lift_gib']:.2f} GiB"] for stage, s in stages.items()]
+    return table(["stage", "seconds", "RSS at its start", "peak RSS", "lift"], rows)
+
+
+def label_tree_scale(result: dict, name: str = "label_tree_scale.json") -> str:
+    """Each stage of the label tree's training at Amazon-670K's shape: seconds and resident memory."""
+    shape, scores = result["shape"], result["tree_alone_test_scores"]
+    extra = "; ".join([_catalogue(shape), f"leaves of {result['leaf_size']} labels, {result['nodes']:,} nodes",
+                       f"{result['classifier_point_pairs']:,} (classifier, point) pairs",
+                       f"{result['weights_kept']:,} weights kept ({result['weights_mib']:,} MiB)",
+                       f"the tree's training {result['fit_seconds']:,.1f} s",
+                       f"the tree alone's test P@1 / P@5 {scores['P@1']:.4f} / {scores['P@5']:.4f}", "one run"])
+    return source(name, result, extra=extra) + "\n\n" + _stages(result["stages"])
 
 
 def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
