@@ -79,11 +79,11 @@ class FusedPrediction:
         or the whole output layer the vote's labels need); None when none does."""
         reranks = self.reranker is not None and self.rerank_weight > 0
         trees = self.tree is not None and (self.tree_weight > 0 or (self.reranker is None and self.rerank_weight > 0))
-        # At vote weight 0 the neighbours' labels still join the candidates the re-ranker scores, as
+        # At vote weight 0 the neighbours' labels still join the candidates the re-ranker (or tree) scores, as
         # they did when `tune_fusion_weights` scored that weight. Dropping them there predicted
         # something other than what was picked: debian-deps-by-source, weight 0 picked, test P@5
         # 0.3154 without them, 0.3203 with them (by script, one network).
-        votes = use_neighbours and self._can_vote() and (self.neighbour_weight > 0 or reranks)
+        votes = use_neighbours and self._can_vote() and (self.neighbour_weight > 0 or reranks or trees)
         if not (votes or reranks or trees):
             return None
         return VotedNetwork(self, self.memory if votes else None, self.neighbours,

@@ -316,3 +316,11 @@ def test_the_tree_weight_is_picked_beside_the_best_pair_and_ties_go_to_the_small
     assert (tree_weight, pair, scores[pair]) == (0.5, (0.0, 0.0), 1.0)
     assert _coordinate_pick(fusion, truth, (1,), "P@1", (0.0,), (0.0,), (0.0,), None)[0] == 0.0
     assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [0, 2]  # without the tree, the logits rank
+
+
+def test_at_vote_weight_0_the_neighbours_labels_stay_candidates_beside_a_tree_as_when_the_weights_were_picked():
+    train, _ = make_train_test(300, 10, 100, 50, seed=5, avg_nnz=8, avg_labels=2)
+    net = slide.Network(100, 50, hidden=(8,), mode="dense", neighbours=5, rerank=0, label_tree=8, threads=1, seed=0)
+    net.fit(train.X, train.Y, epochs=1, batch_size=64, progress=False)
+    net.neighbour_weight = 0.0
+    assert net.composed().memory is net.memory and net.composed().tree is net.tree
