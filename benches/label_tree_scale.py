@@ -37,14 +37,13 @@ def main() -> None:
     from slide._core import sparse_dual_cd
     from slide.datasets.catalogue import make_catalogue
     from slide.datasets.synthetic import unit_rows
-    from slide.label_tree import LabelTree
+    from slide.label_tree import LEAF_SIZE, LabelTree
     from slide.label_tree.clustering import build_shape, label_vectors
     from slide.label_tree.node_points import task_points
     from slide.label_tree.tree import C, MAX_ITERATIONS, THRESHOLD, TOLERANCE
     from slide.neighbours import ranking_report
-    from slide.shape_defaults import TREE_LEAF_SIZE
 
-    leaf_size = args.leaf_size or TREE_LEAF_SIZE
+    leaf_size = args.leaf_size or LEAF_SIZE
     memory, stages = PeakMemory(), {}
     data = memory.stage("generate", lambda: make_catalogue(args.train + args.test, FEATURES, LABELS, seed=args.seed),
                         stages)

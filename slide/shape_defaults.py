@@ -94,6 +94,7 @@ from typing import Any, Optional
 
 from .datasets.registry import BATCH_PRESET, SLIDE_PRESET
 from .epoch_average import first_averaged_epoch
+from .label_tree import LEAF_SIZE
 
 DENSE_OUTPUT_MAX = 8192
 STEPS_WANTED = 200  # optimizer steps a dense-output run takes at least (epochs allowing)
@@ -103,13 +104,6 @@ SMALL_EPOCHS = (2, 40)
 RERANK_SHORTLIST = 25  # the network's best labels the re-ranker re-scores (debian-deps: 25 scored as 50 did)
 RERANK_MIN_LABELS = 257  # from here on a dense-output run re-ranks too (Corel5k's 374 gained, Bibtex's 159 lost)
 RERANK_VALIDATION_SPLIT = 0.05  # what a dense-output run that re-ranks holds out to pick the weights
-# The label tree's leaves in the LSH preset: 32 labels, not omikuji's 100. One tree alone, test P@1 /
-# P@5 and seconds to fit it at 2 threads, two seeds each, by script: debian-deps-by-source 0.635-0.637
-# / 0.318-0.319 at 100 in 7.0-9.8 s, 0.636 / 0.318-0.319 at 32 in 3.9-7.9 s; debian-deps 0.691-0.696 /
-# 0.361 at 100 in 14.1-14.9 s, 0.691-0.695 / 0.360-0.361 at 32 in 6.8-7.8 s (both beside another
-# job); debian-rdeps 0.223-0.224 / 0.105 at 100 in 3.7-4.0 s, 0.221-0.224 / 0.103-0.105 at 32 in
-# 3.0-3.1 s. Smaller leaves send fewer points to each label's classifier, which is most of the work.
-TREE_LEAF_SIZE = 32
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[256], learning_rate=1e-2, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
@@ -130,7 +124,7 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
 LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "hidden": [256], "learning_rate": 4e-3,
                                        "lr_schedule": "cosine", "epochs": 6, "early_stopping": 2, "averaging": "swa",
                                        "monitor": "nDCG@5", "rerank": RERANK_SHORTLIST, "matmul": "bf16",
-                                       "label_tree": TREE_LEAF_SIZE}
+                                       "label_tree": LEAF_SIZE}
 
 
 # A preset's run settings that judge epochs on held-out points: they apply only to a run that holds some out.

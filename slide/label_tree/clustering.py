@@ -12,8 +12,14 @@ import scipy.sparse as sp
 from .._core import tree_shape
 from .shape import TreeShape
 
-# Omikuji's and Parabel's defaults: a node with more labels than this is split.
-LEAF_SIZE = 100
+# A node with more labels than this is split: 32, not omikuji's and Parabel's 100 (the LSH preset's
+# too). One tree alone, test P@1 / P@5 and seconds to fit it at 2 threads, two seeds each, by
+# script: debian-deps-by-source 0.635-0.637 / 0.318-0.319 at 100 in 7.0-9.8 s, 0.636 / 0.318-0.319
+# at 32 in 3.9-7.9 s; debian-deps 0.691-0.696 / 0.361 at 100 in 14.1-14.9 s, 0.691-0.695 /
+# 0.360-0.361 at 32 in 6.8-7.8 s (both beside another job); debian-rdeps 0.223-0.224 / 0.105 at 100
+# in 3.7-4.0 s, 0.221-0.224 / 0.103-0.105 at 32 in 3.0-3.1 s. Smaller leaves send fewer points to
+# each label's classifier, which is most of the work.
+LEAF_SIZE = 32
 # 2-means stops when an iteration improves the split's objective (each label's similarity to its
 # side's centroid) by less than this fraction (omikuji's), or after MAX_ITERATIONS. On debian-rdeps
 # (one tree alone, test P@1 / P@5, by script) 20 iterations took 1.6 s to shape the tree and 7.2 s

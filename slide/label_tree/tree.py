@@ -11,8 +11,6 @@ networks averaged gave 0.224 / 0.105 in twice the time (by script, docs/benchmar
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -108,14 +106,16 @@ class LabelTree:
         node_log_p = log_probability(self._scores(X, unique // self.shape.nodes, unique % self.shape.nodes, threads))
         along = np.zeros(path.shape, np.float32)
         along[on_path] = node_log_p[back]
-        own = log_probability(self.label_scores(X, rows, labels, threads=threads))
+        own = log_probability(self._label_scores(X, rows, labels, threads))
         return along.sum(axis=1) + own
 
 
     def label_scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1) -> np.ndarray:
         """float32: each (row of X, label) pair's score by the label's own classifier alone."""
-        X = unit_rows(X)
-        rows, labels = np.asarray(rows, np.int64), np.asarray(labels, np.int64)
+        return self._label_scores(unit_rows(X), np.asarray(rows, np.int64), np.asarray(labels, np.int64), threads)
+
+    def _label_scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, threads: int) -> np.ndarray:
+        """`label_scores` of unit rows X."""
         order = np.argsort(rows, kind="stable")
         out = np.empty(rows.size, np.float32)
         out[order] = self._scores(X, rows[order], labels[order] + self.shape.nodes, threads)

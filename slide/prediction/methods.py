@@ -147,7 +147,7 @@ class FusedPrediction:
     @one_call_at_a_time
     def fit_label_tree(self: Any, X, Y: LabelsLike) -> Any:
         """Train the label tree (`slide.label_tree`) on X, Y, the network's training points in
-        memory, with at most ``label_tree`` labels a leaf (`slide.label_tree.LEAF_SIZE` when
+        memory, with at most ``label_tree`` labels a leaf (`slide.label_tree.LEAF_SIZE`, the preset's, when
         ``label_tree`` is 0), replacing any trained before; `fit` calls it after the network's last
         epoch when ``label_tree`` > 0. One process only. Returns self."""
         if self.comm is not None:
