@@ -2,13 +2,14 @@
 
 - slide:         `slide train --train F --test F` (no other flag but --threads/--seed/--out/--quiet).
 - slide-network: the same with --neighbours 0 --rerank 0 --label-tree 0: the network alone, without the
-                 vote, the shortlist re-ranker or the label tree (shown; MPI and streamed runs add the
-                 re-ranker, not the vote or the tree).
+                 vote, the shortlist re-ranker or the label tree (shown; MPI runs add the re-ranker,
+                 streamed runs the re-ranker and, from one shard, the tree; neither the vote).
 - slide-stream:  the same as slide with --stream (large sets only): what a streamed run predicts, the
-                 network and the re-ranker without the vote or the tree (both need the points in
-                 memory), which the issue's "network alone (no vote)" target judges (the suite's
-                 files convert into one shard each, beside the file, so the re-ranker is solved as
-                 in memory).
+                 network with the re-ranker or the label tree, without the vote (it needs the points
+                 in memory), which the issue's "network alone (no vote)" target judges. The suite's
+                 files convert into one shard each (up to 65,536 points), beside the file, so the
+                 re-ranker and the tree are solved as in memory; a stream of several shards has no
+                 tree, and MPI runs have none.
 - omikuji:       omikuji's default hyper-parameters (Parabel-like trees of linear classifiers).
 - napkinxc:      napkinXC's PLT with its defaults.
 - torch-sampled: PyTorch sampled softmax (EmbeddingBag -> 128 ReLU -> output rows; the batch's true

@@ -157,6 +157,17 @@ class Stream:
 
         return prefetched(produce(), depth=self.prefetch)
 
+    def one_shard_points(self) -> Optional[Split]:
+        """Every training point (held-out rows skipped, in file order) when the stream has one
+        shard, which holds them all at once; None when it has several. What is solved over every
+        point (the re-ranker's hinge, the label tree) uses it as data in memory."""
+        if len(self.folder) != 1:
+            return None
+        arrays = self.folder.read_arrays(0)
+        if self._held_out is not None:
+            arrays = select_rows(arrays, np.flatnonzero(~self._held_out))
+        return arrays_to_split(arrays, self.num_features, self.num_labels)
+
     def _trained_rows(self) -> np.ndarray:
         """Rows each shard (by file index) contributes to an epoch."""
         sizes = np.array([s["rows"] for s in self.folder.shards], np.int64)

@@ -55,6 +55,15 @@ def _few_points_a_label(net: Any, X, Y: LabelsLike) -> bool:
     return points_per_label(np.bincount(Y.indices, minlength=net.output_dim)) < TREE_RESCORES_BELOW
 
 
+def _every_point(X, Y: Optional[LabelsLike]) -> Optional[tuple]:
+    """(X, Y): the training points in memory, or a Stream's when it has one shard; None for a
+    Stream of several, which never holds every point at once."""
+    if Y is None and isinstance(X, Stream):
+        points = X.one_shard_points()
+        return None if points is None else (points.X, points.Y)
+    return X, Y
+
+
 def fusion_monitor(ks: tuple[int, ...]) -> str:
     """FUSION_MONITOR, or nDCG at the deepest rank reported where there are fewer than 5 labels."""
     return FUSION_MONITOR if 5 in ks else f"nDCG@{max(ks)}"
@@ -97,7 +106,8 @@ class FusedPrediction:
         > 0); with a `validation` pair, the weights that fuse them are picked on it, by `monitor`
         (None: `FUSION_MONITOR`, nDCG@5, not the metric that picks the epoch). X may be a
         `slide.datasets.Stream` (Y omitted): it trains the re-ranker shard by shard, and there is
-        no vote (it needs the points in memory). `progress` shows the re-ranker's shortlists
+        no vote (it needs the points in memory); the label tree trains on a stream of one shard,
+        which holds every point at once, and is left out of a stream of several. `progress` shows the re-ranker's shortlists
         being scanned. Returns every weight pair's validation score, or None when nothing was
         tuned."""
         streamed = Y is None and isinstance(X, Stream)
@@ -109,13 +119,18 @@ class FusedPrediction:
             self.memory = None
         elif self.neighbours:
             self.remember(X, Y)
-        if self.label_tree and (streamed or self.comm is not None):
-            log.info("training points in a stream or under MPI: no label tree (it needs them in memory in one process)")
+        points = _every_point(X, Y) if self.label_tree else None
+        if self.label_tree and self.comm is not None:
+            log.info("under MPI: no label tree (it needs every training point in one process)")
+            self.tree = None
+        elif self.label_tree and points is None:
+            log.info("training points in a stream of %d shards: no label tree (it needs every point at once, which "
+                     "only a stream of one shard holds)", len(X.folder))
             self.tree = None
         elif self.label_tree:
-            self.fit_label_tree(X, Y)
+            self.fit_label_tree(*points)
         tunes = validation is not None and monitor != "loss"
-        reranks = self.rerank and not (self.tree is not None and _few_points_a_label(self, X, Y))
+        reranks = self.rerank and not (self.tree is not None and _few_points_a_label(self, *points))
         if not reranks and self.rerank:
             log.info("labels with fewer than %g training points each on average: the label tree's own classifiers "
                      "re-score the candidates, and no re-ranker is trained", TREE_RESCORES_BELOW)
@@ -145,14 +160,25 @@ class FusedPrediction:
         return scores
 
     @one_call_at_a_time
-    def fit_label_tree(self: Any, X, Y: LabelsLike) -> Any:
+    def fit_label_tree(self: Any, X, Y: Optional[LabelsLike] = None) -> Any:
         """Train the label tree (`slide.label_tree`) on X, Y, the network's training points in
         memory, with at most ``label_tree`` labels a leaf (`slide.label_tree.LEAF_SIZE`, the preset's, when
         ``label_tree`` is 0), replacing any trained before; `fit` calls it after the network's last
-        epoch when ``label_tree`` > 0. One process only. Returns self."""
+        epoch when ``label_tree`` > 0. X may be a `slide.datasets.Stream` of one shard (Y
+        omitted), which holds every point at once. One process only. Returns self."""
         if self.comm is not None:
             raise ValueError("the label tree needs every training point in one process; under MPI each rank holds "
                              "a share of them")
+        if isinstance(X, Stream):
+            if Y is not None:
+                raise ValueError("a Stream holds its labels: call fit_label_tree(stream) without Y")
+            points = X.one_shard_points()
+            if points is None:
+                raise ValueError(f"the label tree needs every training point at once: a Stream of one shard holds "
+                                 f"them, this one has {len(X.folder)} shards")
+            X, Y = points.X, points.Y
+        elif Y is None:
+            raise ValueError("fit_label_tree needs Y, or a slide.datasets.Stream of one shard as X")
         X = as_features(X, self.input_dim)
         t0 = time.perf_counter()
         self.tree = LabelTree.fit(X, as_labels(Y, self.output_dim, X.shape[0]), leaf_size=self.label_tree or LEAF_SIZE,

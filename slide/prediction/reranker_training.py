@@ -195,11 +195,9 @@ def reranker_from_stream(net: Any, stream: Stream, epochs: int, c: Optional[floa
                          f"the network takes {net.input_dim:,} and predicts {net.output_dim:,}")
     solver, listed = training_lists(net, in_memory=False, shards=len(stream.folder))
     if solver == HINGE:  # one shard: every point at hand, as in memory
-        (segment,) = stream.segments(0)
-        rows = np.sort(segment.order)  # the solver orders each label's points itself
-        X = as_features(segment.data.X, net.input_dim)[rows]
-        return reranker_from_memory(net, X, as_labels(segment.data.Y, net.output_dim, segment.data.X.shape[0])[rows],
-                                    c=c)
+        points = stream.one_shard_points()
+        X = as_features(points.X, net.input_dim)
+        return reranker_from_memory(net, X, as_labels(points.Y, net.output_dim, X.shape[0]), c=c)
     reranker = ShortlistReranker(net.input_dim, net.output_dim, listed)
     kept: dict[int, np.ndarray] = {}
     losses = []

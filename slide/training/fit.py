@@ -163,8 +163,8 @@ def _remember(net: Any, data: Any, val: Optional[tuple], validation_mode: str,
               history: History, progress: bool = False) -> None:
     """With `neighbours`, the training points become the vote's memory; with `rerank`, they train
     the re-ranker (`data` in memory, or a Stream read shard by shard; under MPI each rank's share,
-    and no vote); with `label_tree`, the label tree (in memory, one process); the weights that fuse
-    them with the network are picked on validation data."""
+    and no vote); with `label_tree`, the label tree (in memory or a Stream of one shard, one
+    process); the weights that fuse them with the network are picked on validation data."""
     if not (net.neighbours or net.rerank or net.label_tree):
         return
     if not (isinstance(data, Stream) or hasattr(data, "X")):

@@ -235,6 +235,54 @@ def test_a_network_without_points_in_memory_trains_no_tree():
     assert net.tree is not None
 
 
+@pytest.mark.parametrize("held", [np.array([], np.int64), np.array([0, 7, 150, 299])])
+def test_a_stream_of_one_shard_trains_the_tree_memory_trains_on_the_same_points(tmp_path, held):
+    from slide.datasets import Stream
+    from slide.datasets.shards import write_split
+    train, _ = make_train_test(300, 10, 100, 50, seed=1, avg_nnz=8, avg_labels=2)
+    net = slide.Network(100, 50, hidden=(8,), mode="dense", neighbours=0, label_tree=8, threads=1, seed=0)
+    stream = Stream(write_split(tmp_path / "s", train, shard_rows=1000).path, seed=5)
+    if held.size:
+        stream.hold_out(held)
+    rows = np.setdiff1d(np.arange(300), held)
+    want = net.fit_label_tree(train.X[rows], train.Y[rows]).tree.to_arrays()
+    net.tree = None
+    got = net.fit_label_tree(stream).tree.to_arrays()
+    assert got.keys() == want.keys()
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_fit_on_a_stream_trains_a_tree_from_one_shard_and_none_from_several(tmp_path):
+    from slide.datasets import Stream
+    from slide.datasets.shards import write_split
+    train, val = make_train_test(400, 100, 100, 50, seed=1, avg_nnz=8, avg_labels=2)
+    for shard_rows, has_tree in ((1000, True), (150, False)):
+        stream = Stream(write_split(tmp_path / f"s{shard_rows}", train, shard_rows=shard_rows).path)
+        net = slide.Network(100, 50, hidden=(8,), mode="dense", neighbours=0, rerank=4, label_tree=8, threads=1,
+                            seed=0)
+        net.fit(stream, epochs=1, batch_size=64, validation_data=(val.X, val.Y), progress=False)
+        assert (net.tree is not None) == has_tree and net.memory is None
+        if has_tree:
+            from slide.prediction.methods import TREE_WEIGHTS
+            assert net.tree_weight in TREE_WEIGHTS
+        else:
+            with pytest.raises(ValueError, match="this one has 3 shards"):
+                net.fit_label_tree(stream)
+
+
+def test_fit_label_tree_refuses_what_it_cannot_train_on(tmp_path):
+    from slide.datasets import Stream
+    from slide.datasets.shards import write_split
+    train, _ = make_train_test(100, 10, 100, 50, seed=1, avg_nnz=8, avg_labels=2)
+    net = slide.Network(100, 50, hidden=(8,), mode="dense", neighbours=0, label_tree=8, threads=1, seed=0)
+    stream = Stream(write_split(tmp_path / "s", train, shard_rows=1000).path)
+    with pytest.raises(ValueError, match="without Y"):
+        net.fit_label_tree(stream, train.Y)
+    with pytest.raises(ValueError, match="needs Y"):
+        net.fit_label_tree(train.X)
+
+
 def _saved_with_tree(tmp_path):
     train, _ = make_train_test(400, 10, 100, 60, seed=2, avg_nnz=8, avg_labels=2)
     net = slide.Network(100, 60, hidden=(8,), mode="dense", neighbours=0, label_tree=6, threads=1, seed=0)
