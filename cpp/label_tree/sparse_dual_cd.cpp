@@ -60,27 +60,34 @@ SparseClassifiers sparse_dual_cd(const CsrFloat& x, const LabelPoints& points, s
 
 void sparse_pair_scores(const CsrFloat& x, const std::int64_t* rows, const std::int32_t* tasks, std::int64_t pairs,
                         const SparseClassifiersView& w, float* out, int threads) {
-  parallel_team(threads, [&](int t, int team) {
-    const std::int64_t begin = pairs * t / team, end = pairs * (t + 1) / team;
-    std::vector<float> dense(static_cast<std::size_t>(x.cols), 0.0f);
-    std::int64_t spread = -1;  // the row `dense` holds
-    for (std::int64_t p = begin; p < end; ++p) {
-      const std::int64_t row = rows[p];
-      if (row != spread) {
-        if (spread >= 0)
-          for (std::int64_t j = x.indptr[spread]; j < x.indptr[spread + 1]; ++j)
-            dense[static_cast<std::size_t>(x.indices[j])] = 0.0f;
-        for (std::int64_t j = x.indptr[row]; j < x.indptr[row + 1]; ++j)
-          dense[static_cast<std::size_t>(x.indices[j])] += x.data[j];
-        spread = row;
-      }
-      const std::int32_t task = tasks[p];
-      float score = w.bias[task];
-      for (std::int64_t j = w.indptr[task]; j < w.indptr[task + 1]; ++j)
-        score += w.values[j] * dense[static_cast<std::size_t>(w.indices[j])];
-      out[p] = score;
-    }
-  });
+  // The pairs grouped by task (a counting sort), so that each task's weights are spread over a
+  // dense vector once and each of its pairs reads only its point's features: a pair costs the
+  // point's ~40 features, not the task's row (a tree's upper nodes hold thousands of weights).
+  std::vector<std::int64_t> first(static_cast<std::size_t>(w.tasks) + 1, 0);
+  for (std::int64_t p = 0; p < pairs; ++p) ++first[static_cast<std::size_t>(tasks[p]) + 1];
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  std::vector<std::int64_t> by_task(static_cast<std::size_t>(pairs));
+  {
+    std::vector<std::int64_t> next(first.begin(), first.end() - 1);
+    for (std::int64_t p = 0; p < pairs; ++p) by_task[static_cast<std::size_t>(next[static_cast<std::size_t>(tasks[p])]++)] = p;
+  }
+  parallel_for(
+      threads, w.tasks, 16, [&] { return std::vector<float>(static_cast<std::size_t>(x.cols), 0.0f); },
+      [&](std::vector<float>& dense, std::int64_t task) {
+        const std::int64_t begin = first[static_cast<std::size_t>(task)], end = first[static_cast<std::size_t>(task) + 1];
+        if (begin == end) return;
+        for (std::int64_t j = w.indptr[task]; j < w.indptr[task + 1]; ++j)
+          dense[static_cast<std::size_t>(w.indices[j])] += w.values[j];
+        for (std::int64_t q = begin; q < end; ++q) {
+          const std::int64_t p = by_task[static_cast<std::size_t>(q)], row = rows[p];
+          float score = w.bias[task];
+          for (std::int64_t j = x.indptr[row]; j < x.indptr[row + 1]; ++j)
+            score += x.data[j] * dense[static_cast<std::size_t>(x.indices[j])];
+          out[p] = score;
+        }
+        for (std::int64_t j = w.indptr[task]; j < w.indptr[task + 1]; ++j)
+          dense[static_cast<std::size_t>(w.indices[j])] = 0.0f;
+      });
 }
 
 }  // namespace slide

@@ -36,8 +36,8 @@ struct SparseClassifiersView {
 SparseClassifiers sparse_dual_cd(const CsrFloat& x, const LabelPoints& points, std::int64_t tasks,
                                  const DualCdSettings& settings, float threshold, int threads, double* loss);
 
-// out[p] = bias[tasks[p]] + the row rows[p] of x dotted with the task's weights. Fastest with the
-// pairs of one row side by side (each thread spreads its current row over a dense vector once).
+// out[p] = bias[tasks[p]] + the row rows[p] of x dotted with the task's weights, in any order of
+// pairs: each task's weights are spread over a dense vector once for all of its pairs.
 void sparse_pair_scores(const CsrFloat& x, const std::int64_t* rows, const std::int32_t* tasks, std::int64_t pairs,
                         const SparseClassifiersView& w, float* out, int threads);
 

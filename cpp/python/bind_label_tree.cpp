@@ -30,7 +30,7 @@ void check_rows(const RowArray& rows, std::int64_t count) {
 }
 
 // Weights [tasks] of sparse rows over `n_features`: indptr from 0 to nnz, never decreasing,
-// feature ids in range, every value finite.
+// feature ids in range and ascending within a row (as the solver writes them), every value finite.
 SparseClassifiersView classifiers_view(const IndptrArray& indptr, const IndexArray& indices, const FloatArray& values,
                                        const FloatArray& bias, std::int64_t n_features) {
   SLIDE_REQUIRE(indptr.ndim() == 1 && indices.ndim() == 1 && values.ndim() == 1 && bias.ndim() == 1,
@@ -46,6 +46,9 @@ SparseClassifiersView classifiers_view(const IndptrArray& indptr, const IndexArr
   for (std::int64_t t = 0; t < tasks; ++t)
     SLIDE_REQUIRE(p[t] <= p[t + 1], "the tree's weight rows decrease at row " << t);
   const std::int32_t* ids = indices.data();
+  for (std::int64_t t = 0; t < tasks; ++t)
+    for (std::int64_t j = p[t] + 1; j < p[t + 1]; ++j)
+      SLIDE_REQUIRE(ids[j - 1] < ids[j], "the tree's weight row " << t << " names its features out of ascending order");
   const float* v = values.data();
   for (std::int64_t j = 0; j < indices.size(); ++j) {
     SLIDE_REQUIRE(ids[j] >= 0 && ids[j] < n_features,

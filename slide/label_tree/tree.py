@@ -83,8 +83,6 @@ class LabelTree:
             rows, at, log_p = _best_per_row(rows, at, log_p, beam)
         rows, labels, log_p = (np.concatenate(found_rows), np.concatenate(found_labels),
                                np.concatenate(found_log_p))
-        order = np.argsort(rows, kind="stable")
-        rows, labels, log_p = rows[order], labels[order], log_p[order]
         log_p = log_p + log_probability(self._scores(X, rows, labels + nodes, threads))
         rows, labels, log_p = _best_per_row(rows, labels, log_p, k)
         ids, out = np.full((n, k), -1, np.int32), np.full((n, k), -np.inf, np.float32)
@@ -95,31 +93,23 @@ class LabelTree:
     def log_probabilities(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1
                           ) -> np.ndarray:
         """float32: each (row of X, label) pair's log-probability down its whole path, exactly
-        (no beam): every classifier on the path scored once per row, however many of the row's
-        labels share it."""
+        (no beam): each path scored once per row, however many of the row's labels share its leaf."""
         X = unit_rows(X)
         rows, labels = np.asarray(rows, np.int64), np.asarray(labels, np.int64)
-        path = self._paths[self._leaf_of[labels]]  # [pairs, depth], -1 past the path's end
+        nodes = self.shape.nodes
+        row_leaves, back = np.unique(rows * nodes + self._leaf_of[labels], return_inverse=True)
+        path = self._paths[row_leaves % nodes]  # [row and leaf, depth], -1 past the path's end
         on_path = path >= 0
-        keys = rows[:, None] * self.shape.nodes + path
-        unique, back = np.unique(keys[on_path], return_inverse=True)
-        node_log_p = log_probability(self._scores(X, unique // self.shape.nodes, unique % self.shape.nodes, threads))
+        path_rows = np.broadcast_to((row_leaves // nodes)[:, None], path.shape)[on_path]
         along = np.zeros(path.shape, np.float32)
-        along[on_path] = node_log_p[back]
-        own = log_probability(self._label_scores(X, rows, labels, threads))
-        return along.sum(axis=1) + own
-
+        along[on_path] = log_probability(self._scores(X, path_rows, path[on_path], threads))
+        own = log_probability(self._scores(X, rows, labels + nodes, threads))
+        return along.sum(axis=1)[back.ravel()] + own
 
     def label_scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1) -> np.ndarray:
         """float32: each (row of X, label) pair's score by the label's own classifier alone."""
-        return self._label_scores(unit_rows(X), np.asarray(rows, np.int64), np.asarray(labels, np.int64), threads)
-
-    def _label_scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, threads: int) -> np.ndarray:
-        """`label_scores` of unit rows X."""
-        order = np.argsort(rows, kind="stable")
-        out = np.empty(rows.size, np.float32)
-        out[order] = self._scores(X, rows[order], labels[order] + self.shape.nodes, threads)
-        return out
+        return self._scores(unit_rows(X), np.asarray(rows, np.int64), np.asarray(labels, np.int64) + self.shape.nodes,
+                            threads)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"tree.children": self.shape.children.ravel(), "tree.leaf_indptr": self.shape.leaf_indptr,
@@ -144,6 +134,12 @@ class LabelTree:
             raise ValueError(f"the tree's weight rows must run from 0 to {indices.size} without decreasing")
         if indices.size and not 0 <= int(indices.min()) <= int(indices.max()) < n_features:
             raise ValueError(f"the tree's weights name features outside [0, {n_features})")
+        within_row = np.ones(indices.size, bool)
+        within_row[indptr[:-1][indptr[:-1] < indices.size]] = False  # each row's first id follows no other
+        out_of_order = np.flatnonzero(within_row[1:] & (np.diff(indices.astype(np.int64)) <= 0))
+        if out_of_order.size:
+            row = int(np.searchsorted(indptr, out_of_order[0] + 1, side="right")) - 1
+            raise ValueError(f"the tree's weight row {row} names its features out of ascending order")
         if not (np.all(np.isfinite(values)) and np.all(np.isfinite(bias))):
             raise ValueError("the tree's weights hold a NaN or inf")
         return cls(shape, indptr, indices, values, bias, n_features, n_labels)

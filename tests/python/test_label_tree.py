@@ -158,6 +158,32 @@ def test_pair_scores_are_the_rows_dotted_with_the_weights_in_any_order():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_pair_scores_of_long_and_short_weight_rows_and_repeated_point_features_are_exact_sums():
+    # Points of 0-5 features against weight rows of 0-600 (a tree's upper nodes are long), each
+    # pair once, in an order that mixes rows and tasks; a point naming a feature twice adds both.
+    rng = np.random.default_rng(3)
+    X = sp.random(40, 2000, density=0.001, format="csr", random_state=4, dtype=np.float32)
+    X = sp.vstack([X, sp.csr_matrix(([1.0, 2.0], ([0, 0], [7, 7])), shape=(1, 2000), dtype=np.float32)]).tocsr()
+    X.has_canonical_format = False  # the last row names feature 7 twice
+    lengths = np.array([0, 1, 5, 40, 300, 600])
+    W = sp.vstack([sp.random(1, 2000, density=n / 2000, format="csr", random_state=int(n), dtype=np.float32)
+                   for n in lengths]).tocsr()
+    W = W.tolil()
+    W[W.shape[0] - 1, 7] = 0.5
+    W = W.tocsr()
+    W.sort_indices()
+    bias = rng.normal(size=W.shape[0]).astype(np.float32)
+    mixed = rng.permutation(X.shape[0] * W.shape[0])
+    rows = np.repeat(np.arange(X.shape[0]), W.shape[0])[mixed]
+    tasks = np.tile(np.arange(W.shape[0], dtype=np.int32), X.shape[0])[mixed]
+    got = sparse_pair_scores(X.indptr.astype(np.int64), X.indices, X.data, 2000, rows.astype(np.int64), tasks,
+                             W.indptr.astype(np.int64), W.indices, W.data, bias, 2)
+    want = (X.toarray().astype(np.float64) @ W.toarray().T)[rows, tasks] + bias[tasks]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    last = np.flatnonzero((rows == X.shape[0] - 1) & (tasks == W.shape[0] - 1))[0]
+    assert got[last] == pytest.approx(bias[-1] + 3.0 * 0.5)
+
+
 def test_beam_search_is_the_exact_ranking_when_the_beam_holds_every_leaf():
     X, Y = _problem(4)
     tree = LabelTree.fit(X, Y, leaf_size=4, threads=2)
@@ -307,6 +333,7 @@ def _damage(arrays, name, change):
     ("tree.weights.values", lambda a: a.__setitem__(0, np.nan), "NaN or inf"),
     ("tree.bias", lambda a: a.__setitem__(0, np.inf), "NaN or inf"),
     ("tree.weights.indptr", lambda a: a.__setitem__(1, a[2] + 1), "without decreasing"),
+    ("tree.weights.indices", lambda a: a.__setitem__(slice(0, 2), a[1::-1]), "row 1 names its features out of"),
 ])
 def test_a_damaged_tree_is_refused_with_what_is_wrong(tmp_path, name, change, message):
     net = _saved_with_tree(tmp_path)
@@ -348,6 +375,9 @@ def test_the_engine_refuses_bad_tree_arrays_before_touching_them():
     with pytest.raises(ValueError, match="task 1 lies outside"):
         sparse_pair_scores(*x, np.zeros(1, np.int64), np.ones(1, np.int32), np.array([0, 1], np.int64),
                            np.array([0], np.int32), np.ones(1, np.float32), np.zeros(1, np.float32), 1)
+    with pytest.raises(ValueError, match="row 0 names its features out of ascending order"):
+        sparse_pair_scores(*x, np.zeros(1, np.int64), np.zeros(1, np.int32), np.array([0, 2], np.int64),
+                           np.array([2, 1], np.int32), np.ones(2, np.float32), np.zeros(1, np.float32), 1)
 
 
 def test_the_tree_weight_is_picked_with_every_pair_and_ties_go_to_the_smaller():
