@@ -17,6 +17,38 @@ struct Kept {
   float bias = 0.0f;
 };
 
+// A thread's scratch, and the task whose points it has gathered.
+struct Solving {
+  GatheredLabel label;
+  std::int64_t gathered = -1;
+};
+
+bool same_points(const LabelPoints& points, std::int64_t a, std::int64_t b) {
+  const std::int64_t length = points.indptr[a + 1] - points.indptr[a];
+  return length == points.indptr[b + 1] - points.indptr[b] &&
+         std::equal(points.rows + points.indptr[a], points.rows + points.indptr[a + 1], points.rows + points.indptr[b]);
+}
+
+// The tasks in an order that puts those on the same points side by side: Parabel's rule gives a
+// node's two children the points that reach it, and every label of a leaf the leaf's points, so a
+// thread that takes them one after another gathers their features once.
+std::vector<std::int64_t> shared_points_order(const LabelPoints& points, std::int64_t tasks) {
+  std::vector<std::uint64_t> fingerprint(static_cast<std::size_t>(tasks));
+  for (std::int64_t t = 0; t < tasks; ++t) {
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the task's rows
+    for (std::int64_t j = points.indptr[t]; j < points.indptr[t + 1]; ++j)
+      h = (h ^ static_cast<std::uint64_t>(points.rows[j])) * 0x100000001b3ull;
+    fingerprint[static_cast<std::size_t>(t)] = h;
+  }
+  std::vector<std::int64_t> order(static_cast<std::size_t>(tasks));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    const std::uint64_t fa = fingerprint[static_cast<std::size_t>(a)], fb = fingerprint[static_cast<std::size_t>(b)];
+    return fa < fb || (fa == fb && a < b);
+  });
+  return order;
+}
+
 }  // namespace
 
 SparseClassifiers sparse_dual_cd(const CsrFloat& x, const LabelPoints& points, std::int64_t tasks,
@@ -24,18 +56,26 @@ SparseClassifiers sparse_dual_cd(const CsrFloat& x, const LabelPoints& points, s
   std::vector<Kept> kept(static_cast<std::size_t>(tasks));
   std::vector<double> losses(static_cast<std::size_t>(tasks), 0.0);
   const LabelPoints from_zero{points.indptr, points.rows, points.positive, nullptr};
+  const std::vector<std::int64_t> order = shared_points_order(points, tasks);
   parallel_for(
-      threads, tasks, 4, [] { return GatheredLabel{}; },
-      [&](GatheredLabel& l, std::int64_t task) {
+      threads, tasks, 8, [] { return Solving{}; },
+      [&](Solving& solving, std::int64_t position) {
+        const std::int64_t task = order[static_cast<std::size_t>(position)];
         if (points.indptr[task + 1] == points.indptr[task]) return;
         const auto label = static_cast<std::int32_t>(task);
-        gather_features(x, from_zero, label, l);
+        GatheredLabel& l = solving.label;
+        if (solving.gathered >= 0 && same_points(points, solving.gathered, task)) {
+          l.weights.assign(l.features.size(), 0.0f);  // the features as gathered for the task before
+        } else {
+          gather_features(x, from_zero, label, l);
+          release_features(l);  // `place` is only for gathering; `features` and `local` stay
+          solving.gathered = task;
+        }
         Kept& out = kept[static_cast<std::size_t>(task)];
         losses[static_cast<std::size_t>(task)] = solve_gathered(x, from_zero, label, settings, out.bias, l);
         for (std::size_t f = 0; f < l.features.size(); ++f)
           if (std::fabs(l.weights[f]) >= threshold) out.weights.emplace_back(l.features[f], l.weights[f]);
         std::sort(out.weights.begin(), out.weights.end());
-        release_features(l);
       });
   SparseClassifiers out;
   out.indptr.assign(1, 0);

@@ -144,6 +144,12 @@ def test_every_task_is_liblinears_squared_hinge_on_its_points_and_small_weights_
     kept = sp.csr_matrix((pruned[2], pruned[1], pruned[0]), shape=W.shape)
     np.testing.assert_allclose(kept.toarray(), np.where(np.abs(W.toarray()) >= 0.1, W.toarray(), 0.0), atol=1e-6)
     np.testing.assert_array_equal(pruned[3], bias)  # the bias is never dropped
+    # Tasks on the same points (siblings, a leaf's labels) share one gathering on whichever thread
+    # takes them: the weights are the same bits at any thread count.
+    for threads in (1, 3):
+        again = sparse_dual_cd(*x, indptr, rows, positive, 1.0, 5000, 1e-6, 0, 0.1, threads)
+        for a, b in zip(again[:4], pruned[:4]):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_pair_scores_are_the_rows_dotted_with_the_weights_in_any_order():
