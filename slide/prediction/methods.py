@@ -107,9 +107,9 @@ class FusedPrediction:
         (None: `FUSION_MONITOR`, nDCG@5, not the metric that picks the epoch). X may be a
         `slide.datasets.Stream` (Y omitted): it trains the re-ranker shard by shard, and there is
         no vote (it needs the points in memory); the label tree trains on a stream of one shard,
-        which holds every point at once, and is left out of a stream of several. `progress` shows the re-ranker's shortlists
-        being scanned. Returns every weight pair's validation score, or None when nothing was
-        tuned."""
+        which holds every point at once, and is left out of a stream of several. `progress`
+        shows the re-ranker's shortlists being scanned. Returns every weight pair's validation
+        score, or None when nothing was tuned."""
         streamed = Y is None and isinstance(X, Stream)
         if self.neighbours and streamed:
             log.info("training points in a stream: no nearest-neighbour vote (it needs them in memory)")
