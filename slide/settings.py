@@ -180,8 +180,9 @@ NETWORK = _table(
             default=1.0),
     Setting("label_tree", "int", "N: after the network, a label tree (Parabel's: labels split in two by balanced "
             "2-means until at most N a leaf, a linear classifier per node and label over the input features) is "
-            "trained on the points in memory (or a stream of one shard), and each prediction's candidates, with the tree's beam search's, "
-            "add its log-probability (slide.label_tree); 0: off", 0, 1_000_000, flag="--label-tree", default=0),
+            "trained on the points in memory (or a stream of one shard), and each prediction's candidates, with the "
+            "tree's beam search's, add its log-probability (slide.label_tree); 0: off", 0, 1_000_000,
+            flag="--label-tree", default=0),
     Setting("tree_weight", "float", "weight of the label tree in the fused score, + weight x log-probability; "
             "with validation data, training picks it from 0 to 4", 0, 1e6, flag="--tree-weight", default=1.0),
 )

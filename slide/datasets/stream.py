@@ -157,11 +157,16 @@ class Stream:
 
         return prefetched(produce(), depth=self.prefetch)
 
+    @property
+    def holds_every_point(self) -> bool:
+        """Whether one shard holds every point, so that what is solved over all of them at once
+        (the re-ranker's hinge, the label tree) can be: true of a stream of one shard."""
+        return len(self.folder) == 1
+
     def one_shard_points(self) -> Optional[Split]:
-        """Every training point (held-out rows skipped, in file order) when the stream has one
-        shard, which holds them all at once; None when it has several. What is solved over every
-        point (the re-ranker's hinge, the label tree) uses it as data in memory."""
-        if len(self.folder) != 1:
+        """Every training point (held-out rows skipped, in file order) when the stream
+        `holds_every_point`; None when it has several shards."""
+        if not self.holds_every_point:
             return None
         arrays = self.folder.read_arrays(0)
         if self._held_out is not None:

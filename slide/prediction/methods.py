@@ -56,11 +56,15 @@ def _few_points_a_label(net: Any, X, Y: LabelsLike) -> bool:
 
 
 def _every_point(X, Y: Optional[LabelsLike]) -> Optional[tuple]:
-    """(X, Y): the training points in memory, or a Stream's when it has one shard; None for a
-    Stream of several, which never holds every point at once."""
-    if Y is None and isinstance(X, Stream):
+    """(X, Y): the training points in memory, or a Stream's (Y None) when it holds every point
+    at once (`Stream.holds_every_point`); None for a Stream of several shards."""
+    if isinstance(X, Stream):
+        if Y is not None:
+            raise ValueError("a Stream holds its labels: pass it without Y")
         points = X.one_shard_points()
         return None if points is None else (points.X, points.Y)
+    if Y is None:
+        raise ValueError("the training points need Y, or a slide.datasets.Stream as X")
     return X, Y
 
 
@@ -119,7 +123,7 @@ class FusedPrediction:
             self.memory = None
         elif self.neighbours:
             self.remember(X, Y)
-        points = _every_point(X, Y) if self.label_tree else None
+        points = _every_point(X, Y) if self.label_tree and self.comm is None else None
         if self.label_tree and self.comm is not None:
             log.info("under MPI: no label tree (it needs every training point in one process)")
             self.tree = None
@@ -169,16 +173,11 @@ class FusedPrediction:
         if self.comm is not None:
             raise ValueError("the label tree needs every training point in one process; under MPI each rank holds "
                              "a share of them")
-        if isinstance(X, Stream):
-            if Y is not None:
-                raise ValueError("a Stream holds its labels: call fit_label_tree(stream) without Y")
-            points = X.one_shard_points()
-            if points is None:
-                raise ValueError(f"the label tree needs every training point at once: a Stream of one shard holds "
-                                 f"them, this one has {len(X.folder)} shards")
-            X, Y = points.X, points.Y
-        elif Y is None:
-            raise ValueError("fit_label_tree needs Y, or a slide.datasets.Stream of one shard as X")
+        points = _every_point(X, Y)
+        if points is None:
+            raise ValueError(f"the label tree needs every training point at once: a Stream of one shard holds "
+                             f"them, this one has {len(X.folder)} shards")
+        X, Y = points
         X = as_features(X, self.input_dim)
         t0 = time.perf_counter()
         self.tree = LabelTree.fit(X, as_labels(Y, self.output_dim, X.shape[0]), leaf_size=self.label_tree or LEAF_SIZE,

@@ -276,7 +276,7 @@ def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:
                  if list_scan(net) == "bf16" else f"an exact scan of its {net.output_dim:,} outputs")
         steps.append(f"training the re-ranker ({solver} on each point's {listed} best labels by the network, "
                      f"found by {found})")
-    if net.label_tree and net.comm is None and not (streamed and len(memory.folder) > 1):
+    if net.label_tree and net.comm is None and (not streamed or memory.holds_every_point):
         steps.append(f"training a label tree (at most {net.label_tree} labels a leaf; where the labels have fewer "
                      f"than {TREE_RESCORES_BELOW:g} points each, its classifiers re-score in the re-ranker's place)")
     return "after the last epoch: " + "; ".join(steps) if steps else None

@@ -311,7 +311,7 @@ def test_fit_label_tree_refuses_what_it_cannot_train_on(tmp_path):
     stream = Stream(write_split(tmp_path / "s", train, shard_rows=1000).path)
     with pytest.raises(ValueError, match="without Y"):
         net.fit_label_tree(stream, train.Y)
-    with pytest.raises(ValueError, match="needs Y"):
+    with pytest.raises(ValueError, match="need Y"):
         net.fit_label_tree(train.X)
 
 
