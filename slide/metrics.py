@@ -12,20 +12,26 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def label_keys(Y: sp.csr_matrix) -> np.ndarray:
+    """Y's true (sample, label) pairs, one sorted int64 each: sample << 32 | label (explicit zeros
+    left out)."""
+    Y = sp.csr_matrix(Y)
+    if not Y.has_canonical_format:
+        Y = Y.copy()
+        Y.sum_duplicates()
+    nonzero = Y.data != 0
+    return ((np.repeat(np.arange(Y.shape[0], dtype=np.int64), np.diff(Y.indptr)) << 32)
+            | Y.indices.astype(np.int64))[nonzero]  # sorted: rows in order, each row's labels sorted
+
+
 def _hits(top_ids: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
     """hits[i, j] is True when top_ids[i, j] is a true label of sample i (Y[i, top_ids[i, j]] != 0).
     One sorted search over (sample, label) keys: scipy's element indexing took most of the
     fusion weights' pick (130 weight pairs, each scored at P@1/3/5 and nDCG@1/3/5)."""
     n, k = top_ids.shape
-    Y = sp.csr_matrix(Y)
     if n > Y.shape[0]:
         raise ValueError(f"{n} samples ranked, but the labels hold only {Y.shape[0]} rows")
-    if not Y.has_canonical_format:
-        Y = Y.copy()
-        Y.sum_duplicates()
-    nonzero = Y.data != 0
-    truth = ((np.repeat(np.arange(Y.shape[0], dtype=np.int64), np.diff(Y.indptr)) << 32)
-             | Y.indices.astype(np.int64))[nonzero]  # sorted: rows in order, each row's labels sorted
+    truth = label_keys(Y)
     cols = top_ids.ravel().astype(np.int64)
     keys = (np.repeat(np.arange(n, dtype=np.int64), k) << 32) | np.maximum(cols, 0)
     at = np.minimum(np.searchsorted(truth, keys), max(truth.size - 1, 0))
@@ -90,8 +96,17 @@ def ranking_report(top_ids: np.ndarray, Y: sp.csr_matrix, ks: Iterable[int] = (1
     """{"P@1": ..., "P@3": ..., "nDCG@1": ...} for each k in ks."""
     ks = list(ks)
     if top_ids.shape[0] == 0:
+        return hit_report(np.zeros((0, max(ks, default=0)), bool), Y, ks)
+    return hit_report(_hits(top_ids[:, :max(ks)], Y), sp.csr_matrix(Y), ks)
+
+
+def hit_report(hits: np.ndarray, Y: sp.csr_matrix, ks: Iterable[int]) -> dict[str, float]:
+    """`ranking_report` from its hits (bool [samples, max(ks)]: whether each ranked label is one of
+    the sample's), for a caller that knows them without the labels' ids (`pick_weights`). Every
+    metric is 0 over no samples."""
+    ks = list(ks)
+    if hits.shape[0] == 0:
         return {f"{metric}@{k}": 0.0 for metric in ("P", "nDCG") for k in ks}
-    hits = _hits(top_ids[:, :max(ks)], Y)  # once: P@k and nDCG@k read its first k columns
     out = {f"P@{k}": _precision(hits, k) for k in ks}
     out.update({f"nDCG@{k}": _ndcg(hits, Y, k) for k in ks})
     return out

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ._core import dense_neighbour_votes, fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
-from .metrics import ranking_report
+from .metrics import hit_report, label_keys
 from .settings import NETWORK
 
 # Fusion weights `pick_weights` tries; 0 adds no vote (beside a re-ranker the neighbours' labels
@@ -191,6 +191,24 @@ class Fusion:
         self._counts = np.bincount(self.rows, minlength=n).astype(np.int64)
         self._starts = np.cumsum(self._counts) - self._counts
 
+    def ranked_rows(self, Y: sp.csr_matrix) -> tuple["Fusion", sp.csr_matrix, np.ndarray]:
+        """(this fusion, Y, whether each candidate is one of its query's labels), cut to the
+        queries with at least one of their labels among their candidates: the others score 0 at
+        every k under any weights, so a weight's mean over every query is its mean over these times
+        their share (`pick_weights` scores only these; on debian-rdeps' held-out points, 60%)."""
+        relevant = np.isin(pair_keys(self.rows, self.ids), label_keys(Y))
+        useful = np.zeros(self.n, bool)
+        useful[self.rows[relevant]] = True
+        kept = useful[self.rows]
+        cut = object.__new__(Fusion)
+        cut.n = int(useful.sum())
+        cut.rows = (np.cumsum(useful) - 1)[self.rows[kept]]
+        for name in ("ids", "logits", "vote", "rerank", "tree"):
+            setattr(cut, name, getattr(self, name)[kept])
+        cut._counts = self._counts[useful]
+        cut._starts = np.cumsum(cut._counts) - cut._counts
+        return cut, sp.csr_matrix(Y)[useful], relevant[kept]
+
     def rescore(self, rerank_of: LogitsOf) -> None:
         """The re-ranker's scores of every candidate again, from another re-ranker."""
         self.rerank = rerank_of(self.rows, self.ids).astype(np.float32)
@@ -222,8 +240,18 @@ class Fusion:
         order (the network's before the voted); -1 / -inf where a query has fewer than k
         candidates. One pass over the candidates in the engine (cpp/prediction/fused_top_k.cpp):
         sorting them for each weight pair took most of tuning's time."""
+        return self._ranked(self.ids, weight, k, rerank_weight, tree_weight)
+
+    def top_positions(self, weight: float, k: int, rerank_weight: float = 0.0, tree_weight: float = 0.0
+                      ) -> np.ndarray:
+        """int32 [n, k]: `top`'s ranking as each label's position among the candidates (-1 for
+        none), for scoring it against what is known of each candidate (`pick_weights`)."""
+        return self._ranked(np.arange(self.ids.size, dtype=np.int32), weight, k, rerank_weight, tree_weight)[0]
+
+    def _ranked(self, ids: np.ndarray, weight: float, k: int, rerank_weight: float, tree_weight: float
+                ) -> tuple[np.ndarray, np.ndarray]:
         logits = self.logits + np.float32(tree_weight) * self.tree if tree_weight else self.logits
-        return fused_top_k(self._starts, self._counts, self.ids, logits, self.vote, self.rerank,
+        return fused_top_k(self._starts, self._counts, ids, logits, self.vote, self.rerank,
                            float(weight), float(rerank_weight), int(k))
 
 
@@ -234,11 +262,15 @@ def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor:
     """The (vote weight, re-ranker weight) pair with the best `monitor` on (fusion's queries, Y),
     at `tree_weight`; ties go to the smaller weights. Returns it and every pair's score. `combine`
     turns the queries' report into the one judged (under MPI: the mean over every rank's queries)."""
+    every = fusion.n
+    fusion, Y, relevant = fusion.ranked_rows(Y)
+    share = fusion.n / max(1, every)
     scores = {}
     for w in weights:
         for rw in rerank_weights:
-            ids, _ = fusion.top(w, max(ks), rw, tree_weight)
-            report = ranking_report(ids, Y, ks)
+            at = fusion.top_positions(w, max(ks), rw, tree_weight)
+            hits = (at >= 0) & relevant[np.maximum(at, 0)]
+            report = {name: value * share for name, value in hit_report(hits, Y, ks).items()}
             scores[(w, rw)] = float((combine(report) if combine is not None else report)[monitor])
     best = max(scores, key=lambda pair: (scores[pair], -pair[0], -pair[1]))
     return best, scores

@@ -386,20 +386,24 @@ def test_the_engine_refuses_bad_tree_arrays_before_touching_them():
                            np.array([2, 1], np.int32), np.ones(2, np.float32), np.zeros(1, np.float32), 1)
 
 
-def test_the_tree_weight_is_picked_beside_the_best_pair_and_ties_go_to_the_smaller():
+def test_the_tree_weight_is_picked_with_every_pair_and_ties_go_to_the_smaller():
     from slide.neighbours import Fusion
-    from slide.prediction.fused import _coordinate_pick
+    from slide.prediction.fused import _grid_pick
     ids = np.array([[0, 1], [2, 3]], np.int32)
-    logits = np.array([[1.0, 0.9], [1.0, 0.9]], np.float32)
-    truth = sp.csr_matrix(([1.0, 1.0], ([0, 1], [1, 3])), shape=(2, 4))
-    tree_of = lambda rows, labels: np.where(np.isin(labels, [1, 3]), 0.0, -1.0)  # noqa: E731
-    fusion = Fusion(ids, logits, sp.csr_matrix((2, 4), dtype=np.float32), None, None, tree_of)
-    tree_weight, pair, scores = _coordinate_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0, 0.5, 1.0, 2.0),
-                                                 None)
-    # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1
+    logits = np.array([[0.9, 1.0], [0.9, 1.0]], np.float32)
+    truth = sp.csr_matrix(([1.0, 1.0], ([0, 1], [0, 2])), shape=(2, 4))
+    # The vote rights row 0 and wrongs row 1 beyond what the tree can mend; the tree rights both.
+    votes = sp.csr_matrix(([1.0, 5.0], ([0, 1], [0, 3])), shape=(2, 4), dtype=np.float32)
+    logits_of = lambda rows, labels: np.where(np.isin(labels, [0, 2]), 0.9, 1.0).astype(np.float32)  # noqa: E731
+    tree_of = lambda rows, labels: np.where(np.isin(labels, [0, 2]), 0.0, -1.0)  # noqa: E731
+    fusion = Fusion(ids, logits, votes, logits_of, None, tree_of)
+    without_tree = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0,), None)
+    assert without_tree[1:] == ((1.0, 0.0), {(0.0, 0.0): 0.0, (1.0, 0.0): 0.5})
+    # Beside that pair no tree weight helps (steps from it would stop there); without the vote,
+    # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1 on both rows.
+    tree_weight, pair, scores = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0, 0.5, 1.0, 2.0), None)
     assert (tree_weight, pair, scores[pair]) == (0.5, (0.0, 0.0), 1.0)
-    assert _coordinate_pick(fusion, truth, (1,), "P@1", (0.0,), (0.0,), (0.0,), None)[0] == 0.0
-    assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [0, 2]  # without the tree, the logits rank
+    assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [1, 3]  # without the tree, the logits rank
 
 
 def test_at_vote_weight_0_the_neighbours_labels_stay_candidates_beside_a_tree_as_when_the_weights_were_picked():

@@ -380,6 +380,61 @@ def _assert_every_way_ranks_like_the_oracle(fusion):
         np.testing.assert_array_equal(got_scores, want_scores)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_weights_are_scored_as_every_query_would_score_them(seed):
+    """`pick_weights` ranks only the queries with one of their labels among their candidates; each
+    weight pair must score exactly what the whole report over every query gives, whatever the
+    queries without one (none from the network, no labels, only an explicit zero) hold."""
+    from slide.metrics import ranking_report
+    from slide.neighbours import Fusion, pick_weights
+
+    rng = np.random.default_rng(seed)
+    n, k, labels = 40, 6, 30
+    ids = rng.integers(0, labels, (n, k)).astype(np.int32)
+    ids[rng.random((n, k)) < 0.2] = -1
+    ids[3] = -1
+    logits = np.round(rng.normal(size=(n, k)), 1).astype(np.float32)
+    votes = sp.random(n, labels, density=0.1, format="csr", random_state=seed, dtype=np.float32)
+    scores_of = lambda rows, labels: np.round(rng.normal(size=len(rows)), 1).astype(np.float32)  # noqa: E731
+    fusion = Fusion(ids, logits, votes, scores_of, scores_of, scores_of)
+    truth = sp.random(n, labels, density=0.06, format="lil", random_state=seed + 10, dtype=np.float32)
+    truth[5, :] = 0
+    truth[6, :] = 0
+    truth[6, int(fusion.ids[fusion.rows == 6][0]) if (fusion.rows == 6).any() else 0] = 0.0
+    truth = sp.csr_matrix(truth)
+    truth.data[:2] = 0.0  # explicit zeros are not labels
+    ks, weights, rerank_weights = (1, 3, 5), (0.0, 0.5, 2.0), (0.0, 1.0)
+    cut, _, _ = fusion.ranked_rows(truth)
+    assert 0 < cut.n < n, "the case must have queries to leave out and queries to keep"
+    for tree_weight in (0.0, 1.5):
+        for monitor in ("P@1", "P@3", "nDCG@5"):
+            best, scores = pick_weights(fusion, truth, ks, monitor, weights, rerank_weights, tree_weight=tree_weight)
+            want = {(w, rw): ranking_report(fusion.top(w, 5, rw, tree_weight)[0], truth, ks)[monitor]
+                    for w in weights for rw in rerank_weights}
+            assert scores.keys() == want.keys()
+            np.testing.assert_allclose([scores[p] for p in want], list(want.values()), rtol=1e-12, atol=1e-15)
+            assert best == max(want, key=lambda pair: (want[pair], -pair[0], -pair[1]))
+
+
+def test_weights_over_queries_without_a_label_among_their_candidates_all_score_0():
+    from slide.neighbours import Fusion, pick_weights
+
+    ids = np.array([[0, 1], [2, -1]], np.int32)
+    fusion = Fusion(ids, np.ones((2, 2), np.float32), sp.csr_matrix((2, 4), dtype=np.float32), None)
+    truth = sp.csr_matrix(([1.0], ([0], [3])), shape=(2, 4))
+    best, scores = pick_weights(fusion, truth, (1, 3), "nDCG@3", (0.0, 1.0), (0.0,))
+    assert best == (0.0, 0.0) and scores == {(0.0, 0.0): 0.0, (1.0, 0.0): 0.0}
+
+
+def test_a_query_with_fewer_candidates_than_k_scores_no_hit_past_them():
+    from slide.neighbours import Fusion, pick_weights
+
+    ids = np.array([[0, 1], [2, -1]], np.int32)  # the first candidate is a label; the second query has one
+    fusion = Fusion(ids, np.ones((2, 2), np.float32), sp.csr_matrix((2, 4), dtype=np.float32), None)
+    truth = sp.csr_matrix(([1.0, 1.0], ([0, 1], [0, 2])), shape=(2, 4))
+    assert pick_weights(fusion, truth, (3,), "P@3", (0.0,), (0.0,))[1] == {(0.0, 0.0): pytest.approx(1 / 3)}
+
+
 def test_one_query_voted_for_thousands_of_labels_ranks_the_same():
     """debian-rdeps: one test query's neighbours voted for 23,489 labels, where most queries have
     a few dozen candidates."""
