@@ -85,6 +85,43 @@ def test_adam_and_sgd(level, n):
     assert not g2.any() and not g3.any()
 
 
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+def test_adam_steps_by_the_exact_quotient_at_every_value_of_v(level):
+    """Each level's step within 1e-6 of the exact lr * m / (sqrt(v) + eps) (the moments as float32
+    keeps them) over v from 1e-35 to 1e35; v = 0 steps by m / eps; a subnormal, infinite or NaN v
+    gives what exact division gives, and a NaN gradient a NaN weight the divergence check sees."""
+    rng = np.random.default_rng(7)
+    n = 16 * 6 + 5  # whole 16- and 8-lane vectors, then a tail
+    w = rng.standard_normal(n).astype(np.float32)
+    m = rng.standard_normal(n).astype(np.float32)
+    v = np.exp(rng.uniform(-80, 80, n)).astype(np.float32)  # 1e-35 to 1e35: every decade
+    g = rng.standard_normal(n).astype(np.float32) * np.exp(rng.uniform(-20, 20, n)).astype(np.float32)
+    g[:4], v[:4] = 0.0, 0.0  # never stepped: v stays 0
+    v[20], g[20] = 1e-40, 0.0  # subnormal, in the second 16-lane vector
+    v[40], g[40] = np.inf, 0.0  # infinite, in the third
+    g[70] = np.nan  # NaN, in the fifth
+    lr, b1, b2, eps, scale = 1e-2, 0.9, 0.999, 1e-8, 0.5
+    got = [a.copy() for a in (w, m, v, g)]
+    _core._kernel_adam(level, *got, lr, b1, b2, eps, scale)
+    # The moments in float32 as the kernels keep them (1 - 0.999 is 1.3e-5 off in float32), the
+    # division by sqrt(v) + eps exact, in float64.
+    f32 = np.float32
+    with np.errstate(invalid="ignore", over="ignore"):
+        gs = g * f32(scale)
+        m1 = (f32(b1) * m + (f32(1) - f32(b1)) * gs).astype(np.float64)
+        v1 = (f32(b2) * v + (f32(1) - f32(b2)) * gs * gs).astype(np.float64)
+        want = w - f32(lr) * m1 / (np.sqrt(v1) + f32(eps))
+    np.testing.assert_allclose(got[1], m1, rtol=1e-6, atol=1e-30)
+    np.testing.assert_allclose(got[2], v1, rtol=1e-6, atol=1e-44)
+    finite = np.isfinite(want)
+    assert np.isnan(got[0][~finite]).all() and (~finite).sum() == 1  # the NaN gradient's weight only
+    step, want_step = (w - got[0])[finite].astype(np.float64), (w - want)[finite]
+    ulp = np.spacing(np.abs(w[finite]).astype(np.float32)).astype(np.float64)
+    np.testing.assert_array_less(np.abs(step - want_step), 8 * ulp + 1e-6 * np.abs(want_step))
+    assert got[0][40] == w[40] and got[0][20] != w[20]  # m / inf moves nothing; a subnormal v steps by m / eps
+    np.testing.assert_allclose(got[0][:4], w[:4] - np.float32(lr) * (b1 * m[:4]) / np.float32(eps), rtol=1e-6)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("n", LENGTHS)
 def test_adagrad(level, n):
