@@ -191,7 +191,7 @@ class Fusion:
         self._counts = np.bincount(self.rows, minlength=n).astype(np.int64)
         self._starts = np.cumsum(self._counts) - self._counts
 
-    def ranked_rows(self, Y: sp.csr_matrix) -> tuple["Fusion", sp.csr_matrix, np.ndarray]:
+    def queries_that_can_score(self, Y: sp.csr_matrix) -> tuple["Fusion", sp.csr_matrix, np.ndarray]:
         """(this fusion, Y, whether each candidate is one of its query's labels), cut to the
         queries with at least one of their labels among their candidates: the others score 0 at
         every k under any weights, so a weight's mean over every query is its mean over these times
@@ -263,7 +263,7 @@ def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor:
     at `tree_weight`; ties go to the smaller weights. Returns it and every pair's score. `combine`
     turns the queries' report into the one judged (under MPI: the mean over every rank's queries)."""
     every = fusion.n
-    fusion, Y, relevant = fusion.ranked_rows(Y)
+    fusion, Y, relevant = fusion.queries_that_can_score(Y)
     share = fusion.n / max(1, every)
     scores = {}
     for w in weights:
