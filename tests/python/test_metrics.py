@@ -84,3 +84,8 @@ def test_rankings_with_no_label_at_all_score_zero():
 def test_more_rankings_than_label_rows_is_refused():
     with pytest.raises(ValueError, match="2 samples ranked, but the labels hold only 1 rows"):
         precision_at_k(np.array([[0], [1]]), sp.csr_matrix(np.ones((1, 3))), 1)
+
+
+def test_no_samples_score_zero_at_every_k():
+    report = ranking_report(np.zeros((0, 5), np.int32), sp.csr_matrix((0, 7)), (1, 3, 5))
+    assert report == {f"{m}@{k}": 0.0 for m in ("P", "nDCG") for k in (1, 3, 5)}
