@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .config import LSHConfig
 from .network import Network
+from .reranker import points_per_label, points_per_label_of
 from .settings import NETWORK
 from .shape_defaults import held_out_settings, preset_for_shape
 
@@ -57,10 +58,10 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
         self.epochs, self.batch_size = epochs, batch_size
         self.validation_split, self.top_k, self.threads, self.seed = validation_split, top_k, threads, seed
 
-    def _settings(self, n_features: int, n_labels: int,
-                  n_samples: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _settings(self, n_features: int, n_labels: int, n_samples: int,
+                  points_a_label: Optional[float] = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """(network keyword arguments, fit keyword arguments): the given ones over the shape's."""
-        preset, _ = preset_for_shape(n_features, n_labels, n_samples)
+        preset, _ = preset_for_shape(n_features, n_labels, n_samples, points_a_label)
         net = {k: getattr(self, k) if getattr(self, k) is not None else preset.get(k, NETWORK[k].default)
                for k in _NETWORK_PARAMS if k != "mode"}
         if self.mode is not None:
@@ -92,7 +93,8 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
             self.classes_, ids = np.unique(y, return_inverse=True)
             labels = ids.astype(np.int64)
         n_labels = len(self.classes_)
-        net_args, fit_args = self._settings(X.shape[1], max(n_labels, 1), X.shape[0])
+        per_label = points_per_label_of(labels) if sp.issparse(labels) else points_per_label(np.bincount(labels))
+        net_args, fit_args = self._settings(X.shape[1], max(n_labels, 1), X.shape[0], per_label)
         self.network_ = Network(X.shape[1], max(n_labels, 1), threads=self.threads, seed=self.seed, **net_args)
         self.history_ = self.network_.fit(X, labels, progress=False, **fit_args)
         return self

@@ -281,6 +281,11 @@ def points_per_label(counts: np.ndarray) -> float:
     return float(counts.sum()) / having if having else 0.0
 
 
+def points_per_label_of(Y: sp.csr_matrix) -> float:
+    """`points_per_label` of label matrix Y (points x labels)."""
+    return points_per_label(np.bincount(Y.indices, minlength=Y.shape[1]))
+
+
 def label_points(candidates: np.ndarray, Y: sp.csr_matrix, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indptr [labels + 1], rows, positive): each label's training points, the rows whose
     shortlist (their row of `candidates`, -1 for none, and their labels in Y) holds it, in row

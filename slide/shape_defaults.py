@@ -94,7 +94,8 @@ from typing import Any, Optional
 
 from .datasets.registry import BATCH_PRESET, SLIDE_PRESET
 from .epoch_average import first_averaged_epoch
-from .label_tree import LEAF_SIZE
+from .label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
+from .prediction.methods import TREE_RESCORES_BELOW
 
 DENSE_OUTPUT_MAX = 8192
 STEPS_WANTED = 200  # optimizer steps a dense-output run takes at least (epochs allowing)
@@ -152,11 +153,12 @@ def small_output_schedule(train_points: int) -> tuple[int, int]:
     return batch, epochs
 
 
-def preset_for_shape(n_features: int, n_labels: int,
-                     train_points: Optional[int] = None) -> tuple[dict[str, Any], str]:
+def preset_for_shape(n_features: int, n_labels: int, train_points: Optional[int] = None,
+                     points_a_label: Optional[float] = None) -> tuple[dict[str, Any], str]:
     """(preset, why): the settings for a problem with this many features, labels and training
-    points (None: not known, the preset's batch and epochs), and a line that says what was picked
-    and why."""
+    points (None: not known, the preset's batch and epochs), whose labels have `points_a_label`
+    training points each on average (`slide.reranker.points_per_label`; None: not known, the
+    preset's leaves), and a line that says what was picked and why."""
     if n_labels <= DENSE_OUTPUT_MAX:
         p = SMALL_OUTPUT_PRESET
         if train_points is not None:
@@ -173,12 +175,16 @@ def preset_for_shape(n_features: int, n_labels: int,
                    f"(>= {STEPS_WANTED} steps where {SMALL_EPOCHS[1]} epochs allow) with a {p['lr_schedule']} learning rate from "
                    f"{p['learning_rate']:g}{rerank}")
     p = LARGE_OUTPUT_PRESET
+    after = (f"a re-ranker of the network's {p['rerank']} best labels and a label tree of at most {p['label_tree']} "
+             "labels a leaf")
+    if points_a_label is not None and points_a_label < TREE_RESCORES_BELOW:
+        p = {**p, "label_tree": FEW_POINTS_LEAF_SIZE}
+        after = (f"a label tree of at most {p['label_tree']} labels a leaf, whose own classifiers re-score in the "
+                 f"re-ranker's place ({points_a_label:.1f} training points a label < {TREE_RESCORES_BELOW:g})")
     return p, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: LSH-sampled output in the batch-shared mode "
                f"(the batch's labels, its {p['lsh']['batch_active']:,} most frequent DWTA candidates, uniform "
                f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}{_matmul(p)}, "
                f"up to {p['epochs']} epochs "
                f"with a {p['lr_schedule']} learning rate from {p['learning_rate']:g}, validation judging the mean "
                f"of the epochs since epoch {first_averaged_epoch(p['epochs'])} beside each epoch's own (swa), "
-               f"stopping after {p['early_stopping']} without a better validation {p['monitor']}, then a re-ranker "
-               f"of the network's {p['rerank']} best labels and a label tree of at most {p['label_tree']} labels a "
-               "leaf")
+               f"stopping after {p['early_stopping']} without a better validation {p['monitor']}, then {after}")

@@ -160,7 +160,8 @@ def check_validation(cfg: dict) -> None:
 
 def apply_shape_preset(cfg: dict, source) -> None:
     """For a user's own files: the preset that fits the data's shape (slide.shape_defaults), said."""
-    preset, why = preset_for_shape(source.input_dim, source.output_dim, getattr(source, "train_points", None))
+    preset, why = preset_for_shape(source.input_dim, source.output_dim, getattr(source, "train_points", None),
+                                   getattr(source, "points_a_label", None))
     apply_preset(cfg, preset)
     print(f"settings from the data's shape: {why} (flags and --config override any of them)", flush=True)
 

@@ -24,6 +24,7 @@ from ..early_stopping import held_out_rows
 from ..network import Network
 from ..memory import available_bytes
 from ..paths import regular_file
+from ..reranker import points_per_label_of
 from ..runs import TrainingSource, in_memory_source, streamed_source
 from ..shape_defaults import preset_for_shape
 
@@ -48,6 +49,9 @@ class Source:
     memory: "Split | Stream | None" = None
     vocabulary: Optional[list[str]] = None  # the word of each input feature (text8)
     train_points: Optional[int] = None  # training points an epoch passes over (None: a word corpus)
+    # training points a label, over the labels with any; None: not counted (a stream of several
+    # shards, which trains no label tree)
+    points_a_label: Optional[float] = None
 
 
 def shuffled(split: Split, seed: int) -> Split:
@@ -120,7 +124,8 @@ def resolve(cfg: dict) -> Source:
           flush=True)
     return Source(title, train.X.shape[1], train.Y.shape[1], test,
                   lambda net, s: in_memory_source(net, train, s, shuffle=cfg.get("shuffle", True)), preset, files,
-                  validation, memory=train, train_points=len(train))
+                  validation, memory=train, train_points=len(train),
+                  points_a_label=points_per_label_of(train.Y))
 
 
 # Bytes in memory per byte of XC text while it is parsed and prepared for training (the text
@@ -189,9 +194,11 @@ def _streamed_source(cfg: dict, t0: float) -> Source:
           + (f" / {len(validation):,} held out for validation" if validation else "")
           + f", {folder.num_features:,} features, {folder.num_labels:,} labels ({time.perf_counter() - t0:.1f}s); "
           "no nearest-neighbour vote (it needs the training points in memory)", flush=True)
+    every_point = stream.one_shard_points()
     return Source(train_path.name, folder.num_features, folder.num_labels, test,
                   lambda net, s: streamed_source(net, stream, cfg["batch_size"]), registry.SLIDE_PRESET, files,
-                  validation, memory=stream, train_points=stream.samples_per_epoch)
+                  validation, memory=stream, train_points=stream.samples_per_epoch,
+                  points_a_label=None if every_point is None else points_per_label_of(every_point.Y))
 
 
 def _text8_source(info, cfg: dict, t0: float) -> Source:

@@ -20,6 +20,16 @@ from .shape import TreeShape
 # in 3.7-4.0 s, 0.221-0.224 / 0.103-0.105 at 32 in 3.0-3.1 s. Smaller leaves send fewer points to
 # each label's classifier, which is most of the work.
 LEAF_SIZE = 32
+# Where the labels have so few points that the tree's own per-label classifiers re-score in the
+# re-ranker's place (slide.prediction.methods.TREE_RESCORES_BELOW), the preset's leaves hold 100
+# labels, so each classifier learns from the points of 100 labels' leaf, not 32's. Slide with no
+# flags on debian-rdeps (3.8 points a label), seeds 0-2, test P@1: 0.2265, 0.2256, 0.2268 against
+# 0.2252, 0.2239, 0.2249 at 32 (every seed up), P@5 0.1084 against 0.1082, 0.5-0.7 s more training.
+# debian-deps and -by-source cut to their first 8,000 training points (4.3 points a label), seeds
+# 0-2: 0.4401 / 0.2167 -> 0.4421 / 0.2183 and 0.4503 / 0.2162 -> 0.4538 / 0.2167. Where the re-ranker
+# re-scores, larger leaves only cost time: debian-deps at 6.9 points a label, 7 s for nothing; its
+# first 24,000 points (5.8 a label), seeds 0-1, 0.5702 / 0.2935 -> 0.5696 / 0.2930 in 1.6 s more.
+FEW_POINTS_LEAF_SIZE = 100
 # 2-means stops when an iteration improves the split's objective (each label's similarity to its
 # side's centroid) by less than this fraction (omikuji's), or after MAX_ITERATIONS. On debian-rdeps
 # (one tree alone, test P@1 / P@5, by script) 20 iterations took 1.6 s to shape the tree and 7.2 s

@@ -9,8 +9,6 @@ import logging
 import time
 from typing import Any, Iterable, Optional
 
-import numpy as np
-
 from .._inputs import LabelsLike, as_features, as_labels
 from ..datasets.stream import Stream
 from ..early_stopping import check_monitor
@@ -18,7 +16,7 @@ from ..label_tree import LEAF_SIZE, LabelTree
 from ..model.checks import check_int, check_scoring
 from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory, Representation
-from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker, check_c, points_per_label
+from ..reranker import EPOCHS, WEIGHTS as RERANK_WEIGHTS, ShortlistReranker, check_c, points_per_label_of
 from .fused import VotedNetwork
 from .reranker_training import ADAGRAD, reranker_from_memory, reranker_from_stream, rerankers_over_c, training_lists
 
@@ -51,8 +49,8 @@ TREE_RESCORES_BELOW = 5.0
 def _few_points_a_label(net: Any, X, Y: LabelsLike) -> bool:
     """Whether Y's labels (of the points X, in memory) have fewer than TREE_RESCORES_BELOW points
     each on average."""
-    Y = as_labels(Y, net.output_dim, as_features(X, net.input_dim).shape[0])
-    return points_per_label(np.bincount(Y.indices, minlength=net.output_dim)) < TREE_RESCORES_BELOW
+    labels = as_labels(Y, net.output_dim, as_features(X, net.input_dim).shape[0])
+    return points_per_label_of(labels) < TREE_RESCORES_BELOW
 
 
 def _every_point(X, Y: Optional[LabelsLike]) -> Optional[tuple]:

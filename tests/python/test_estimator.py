@@ -84,6 +84,28 @@ def test_many_labels_judge_epochs_as_the_cli_does():
     assert "monitor" not in fit and "early_stopping" not in fit
 
 
+def test_few_points_a_label_pick_the_trees_leaves_as_the_cli_does(monkeypatch):
+    """The estimator counts y's points a label and hands them to the shape's preset, as `slide
+    train` does: below 5 a label, leaves of 100; a label_tree given stays."""
+    from slide import estimator
+    from slide.label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
+
+    net, _ = SlideClassifier(threads=1)._settings(100, 10_000, 5_000, 2.0)
+    assert net["label_tree"] == FEW_POINTS_LEAF_SIZE
+    assert SlideClassifier(threads=1)._settings(100, 10_000, 5_000, 7.0)[0]["label_tree"] == LEAF_SIZE
+    assert SlideClassifier(threads=1, label_tree=7)._settings(100, 10_000, 5_000, 2.0)[0]["label_tree"] == 7
+    seen = []
+    original = estimator.preset_for_shape
+    monkeypatch.setattr(estimator, "preset_for_shape", lambda *args: seen.append(args) or original(*args))
+    X, _ = _blobs(n=60)
+    Y = np.eye(6, dtype=np.int64)[np.arange(60) % 3]  # labels 0-2: 20 points each; 3 and 4: none
+    Y[:10, 5] = 1  # label 5: 10 points
+    SlideClassifier(threads=1, epochs=1).fit(X, Y)
+    assert seen[-1][3] == pytest.approx(70 / 4)
+    SlideClassifier(threads=1, epochs=1).fit(X, np.arange(60) % 4)  # multi-class: 15 points a class
+    assert seen[-1][3] == pytest.approx(15.0)
+
+
 def test_clone_grid_search_and_pipeline():
     X, y = _blobs(n=150)
     clf = SlideClassifier(threads=1, epochs=3, hidden=[16])

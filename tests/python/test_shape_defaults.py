@@ -7,6 +7,8 @@ import pytest
 
 from slide import Network
 from slide.epoch_average import first_averaged_epoch
+from slide.label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
+from slide.prediction.methods import TREE_RESCORES_BELOW
 from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS, RERANK_SHORTLIST,
                                   SMALL_OUTPUT_PRESET, preset_for_shape)
 
@@ -59,13 +61,16 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     assert config["monitor"] == LARGE_OUTPUT_PRESET["monitor"] == "nDCG@5"
     assert config["network"]["learning_rate"] == LARGE_OUTPUT_PRESET["learning_rate"]
     assert config["network"]["rerank"] == LARGE_OUTPUT_PRESET["rerank"] > 0
-    assert config["network"]["label_tree"] == LARGE_OUTPUT_PRESET["label_tree"] > 0
+    # 250 points over 9,000 labels: few points a label, so leaves of 100 (FEW_POINTS_LEAF_SIZE)
+    assert config["network"]["label_tree"] == FEW_POINTS_LEAF_SIZE != LARGE_OUTPUT_PRESET["label_tree"]
+    assert ("then a label tree of at most 100 labels a leaf, whose own classifiers re-score in the re-ranker's "
+            "place (1.1 training points a label < 5)") in out
     assert config["network"]["output_loss"] == "softmax"  # the suite did not confirm the decoupled loss
     assert "validation nDCG@5 " in out.split("epoch 1:")[1]  # the epoch judged by the preset's monitor
     # Between the last epoch and the test, the run says what it is doing and then what it took.
     assert ("after the last epoch: keeping the training points for the vote; training the re-ranker (each "
             "label's squared hinge solved on each point's 100 best labels by the network, found by a scan of its "
-            "9,000 outputs with BF16 products where the CPU has AVX-512 BF16); training a label tree (at most 32 "
+            "9,000 outputs with BF16 products where the CPU has AVX-512 BF16); training a label tree (at most 100 "
             "labels a leaf; where the labels have fewer than 5 points each, its classifiers re-score in the "
             "re-ranker's place)") in out
     assert "vote and re-ranker" in out.split("time: ")[1]
@@ -75,6 +80,51 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     assert saved.reranker is None and saved.tree is not None
     assert "predictions re-score each candidate with the label tree's per-label classifiers" in out
     assert "predictions add the label tree's log-probability" in out
+
+
+@pytest.mark.parametrize("points_a_label, leaves", [(None, LEAF_SIZE), (1.0, FEW_POINTS_LEAF_SIZE),
+                                                    (3.84, FEW_POINTS_LEAF_SIZE), (TREE_RESCORES_BELOW, LEAF_SIZE),
+                                                    (6.88, LEAF_SIZE)])
+def test_few_points_a_label_get_leaves_of_100_where_the_tree_re_scores_in_the_re_rankers_place(points_a_label,
+                                                                                                leaves):
+    """Below TREE_RESCORES_BELOW points a label (debian-rdeps' 3.8) the tree's own classifiers
+    re-score the candidates, and leaves of 100 give each more points to learn from; from there on
+    (debian-deps' 6.9) the re-ranker re-scores, and leaves of 32 cost half the time. A shape
+    whose label counts are not known (a stream) keeps 32. Below 8,192 labels there is no tree."""
+    picked, why = preset_for_shape(1000, 50_000, 10_000, points_a_label)
+    assert picked["label_tree"] == leaves and picked["rerank"] == RERANK_SHORTLIST
+    assert f"a label tree of at most {leaves} labels a leaf" in why
+    assert ("own classifiers re-score in the re-ranker's place" in why) == (leaves == FEW_POINTS_LEAF_SIZE)
+    assert ("a re-ranker of the network's" in why) == (leaves == LEAF_SIZE)
+    assert not preset_for_shape(1000, 5_000, 10_000, points_a_label)[0].get("label_tree")
+
+
+def test_the_cli_counts_the_training_points_a_label(tmp_path):
+    """What `slide train` hands the shape's preset: the mean points a label over the labels that
+    have any, of the points it trains on (after the held-out ones are set aside), in memory or in
+    a stream of one shard (a stream of several trains no tree)."""
+    import numpy as np
+    import scipy.sparse as sp
+    from slide.cli.sources import resolve
+    from slide.datasets import write_xc
+
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    rows = [[i % 4] + ([10 + i % 10] if i < 20 else []) for i in range(40)]  # labels 0-3: 10 points, 10-19: 2
+    Y = sp.csr_matrix((np.ones(60, np.float32), [j for r in rows for j in r], np.cumsum([0] + [len(r) for r in rows])),
+                      shape=(40, 50))
+    write_xc(tmp_path / "train.txt", X, Y)
+    write_xc(tmp_path / "test.txt", X[:5], Y[:5])
+    source = resolve({"train_file": str(tmp_path / "train.txt"), "test_file": str(tmp_path / "test.txt"),
+                      "validation_split": 0.0})
+    assert source.points_a_label == pytest.approx(60 / 14)  # 14 labels with points of 50
+    held = resolve({"train_file": str(tmp_path / "train.txt"), "test_file": str(tmp_path / "test.txt"),
+                    "validation_split": 0.25})
+    counts = np.bincount(held.memory.Y.indices, minlength=50)
+    assert held.points_a_label == pytest.approx(counts.sum() / np.count_nonzero(counts))
+    # A stream of one shard trains the tree as data in memory does, so it is counted too
+    streamed = resolve({"train_file": str(tmp_path / "train.txt"), "test_file": str(tmp_path / "test.txt"),
+                        "validation_split": 0.0, "stream": True})
+    assert streamed.memory.holds_every_point and streamed.points_a_label == pytest.approx(60 / 14)
 
 
 @pytest.mark.parametrize("points", [1, 15, 333, 1_123, 4_880, 12_920, 21_519, 10**7])
