@@ -12,16 +12,21 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def pair_keys(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """One int64 per (sample row, label id) pair, row << 32 | label, for membership tests over
+    pairs; sorted wherever the pairs are (rows first, then labels)."""
+    return (rows.astype(np.int64) << 32) | labels.astype(np.int64)
+
+
 def label_keys(Y: sp.csr_matrix) -> np.ndarray:
-    """Y's true (sample, label) pairs, one sorted int64 each: sample << 32 | label (explicit zeros
-    left out)."""
+    """Y's true (sample, label) pairs as sorted `pair_keys` (explicit zeros left out)."""
     Y = sp.csr_matrix(Y)
     if not Y.has_canonical_format:
         Y = Y.copy()
         Y.sum_duplicates()
     nonzero = Y.data != 0
-    return ((np.repeat(np.arange(Y.shape[0], dtype=np.int64), np.diff(Y.indptr)) << 32)
-            | Y.indices.astype(np.int64))[nonzero]  # sorted: rows in order, each row's labels sorted
+    # sorted: rows in order, each row's labels sorted
+    return pair_keys(np.repeat(np.arange(Y.shape[0]), np.diff(Y.indptr)), Y.indices)[nonzero]
 
 
 def _hits(top_ids: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
@@ -33,7 +38,7 @@ def _hits(top_ids: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
         raise ValueError(f"{n} samples ranked, but the labels hold only {Y.shape[0]} rows")
     truth = label_keys(Y)
     cols = top_ids.ravel().astype(np.int64)
-    keys = (np.repeat(np.arange(n, dtype=np.int64), k) << 32) | np.maximum(cols, 0)
+    keys = pair_keys(np.repeat(np.arange(n), k), np.maximum(cols, 0))
     at = np.minimum(np.searchsorted(truth, keys), max(truth.size - 1, 0))
     found = truth[at] == keys if truth.size else np.zeros(keys.size, bool)
     return (found & (cols >= 0)).reshape(n, k)

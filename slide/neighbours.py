@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ._core import dense_neighbour_votes, fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
-from .metrics import hit_report, label_keys
+from .metrics import hit_report, label_keys, pair_keys
 from .settings import NETWORK
 
 # Fusion weights `pick_weights` tries; 0 adds no vote (beside a re-ranker the neighbours' labels
@@ -155,11 +155,6 @@ def _check_csr(name: str, indptr: np.ndarray, indices: np.ndarray, rows: int, di
 LogitsOf = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (query rows, label ids) -> logits
 
 
-def pair_keys(rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """One int64 per (query row, label id) pair, for membership tests over pairs."""
-    return (rows.astype(np.int64) << 32) | labels.astype(np.int64)
-
-
 class Fusion:
     """One batch of queries, scored once: the network's top-k, the votes, the logits of the voted
     labels and the re-ranker's scores of every candidate; `top(weight, k, rerank_weight)` then
@@ -188,8 +183,11 @@ class Fusion:
         grouped = np.argsort(self.rows, kind="stable")
         for name in ("rows", "ids", "logits", "vote", "rerank", "tree"):
             setattr(self, name, getattr(self, name)[grouped])
-        self._counts = np.bincount(self.rows, minlength=n).astype(np.int64)
-        self._starts = np.cumsum(self._counts) - self._counts
+        self._group(np.bincount(self.rows, minlength=n).astype(np.int64))
+
+    def _group(self, counts: np.ndarray) -> None:
+        """Each query's candidates lie side by side: `counts` of them from `_starts`."""
+        self._counts, self._starts = counts, np.cumsum(counts) - counts
 
     def queries_that_can_score(self, Y: sp.csr_matrix) -> tuple["Fusion", sp.csr_matrix, np.ndarray]:
         """(this fusion, Y, whether each candidate is one of its query's labels), cut to the
@@ -205,8 +203,7 @@ class Fusion:
         cut.rows = (np.cumsum(useful) - 1)[self.rows[kept]]
         for name in ("ids", "logits", "vote", "rerank", "tree"):
             setattr(cut, name, getattr(self, name)[kept])
-        cut._counts = self._counts[useful]
-        cut._starts = np.cumsum(cut._counts) - cut._counts
+        cut._group(self._counts[useful])
         return cut, sp.csr_matrix(Y)[useful], relevant[kept]
 
     def rescore(self, rerank_of: LogitsOf) -> None:

@@ -11,7 +11,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..label_tree import LabelTree
-from ..neighbours import Fusion, NeighbourMemory, pair_keys, pick_weights
+from ..metrics import pair_keys
+from ..neighbours import Fusion, NeighbourMemory, pick_weights
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 
 # Pairs whose logits are computed at once for the voted labels: each gathered block (1 KB a pair
