@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/parallel.h"
+#include "label_tree/leaf_dual_cd.h"
 #include "rerank/gathered_label.h"
 
 namespace slide {
@@ -17,11 +18,27 @@ struct Kept {
   float bias = 0.0f;
 };
 
-// A thread's scratch, and the task whose points it has gathered.
+// A thread's scratch: the points gathered for a run of tasks, and a leaf's block.
 struct Solving {
   GatheredLabel label;
-  std::int64_t gathered = -1;
+  LeafBlock leaf;
+  std::vector<double> losses;
 };
+
+// From this many tasks on the same points (a leaf's labels), the tasks are solved together
+// (label_tree/leaf_dual_cd.h); a node's two children, or a leaf of fewer labels, one by one, with
+// liblinear's shrinking. debian-rdeps' leaves of 100 labels: see leaf_dual_cd.h.
+constexpr std::int64_t kTogetherFrom = 4;
+
+void keep_weights(const std::vector<std::int32_t>& features, const float* weights, std::size_t stride, float bias,
+                  float threshold, Kept& out) {
+  for (std::size_t f = 0; f < features.size(); ++f) {
+    const float w = weights[f * stride];
+    if (std::fabs(w) >= threshold) out.weights.emplace_back(features[f], w);
+  }
+  std::sort(out.weights.begin(), out.weights.end());
+  out.bias = bias;
+}
 
 bool same_points(const LabelPoints& points, std::int64_t a, std::int64_t b) {
   const std::int64_t length = points.indptr[a + 1] - points.indptr[a];
@@ -30,8 +47,8 @@ bool same_points(const LabelPoints& points, std::int64_t a, std::int64_t b) {
 }
 
 // The tasks in an order that puts those on the same points side by side: Parabel's rule gives a
-// node's two children the points that reach it, and every label of a leaf the leaf's points, so a
-// thread that takes them one after another gathers their features once.
+// node's two children the points that reach it, and every label of a leaf the leaf's points, so
+// each such run is one piece of work: its features gathered once, a leaf's labels solved together.
 std::vector<std::int64_t> shared_points_order(const LabelPoints& points, std::int64_t tasks) {
   std::vector<std::uint64_t> fingerprint(static_cast<std::size_t>(tasks));
   for (std::int64_t t = 0; t < tasks; ++t) {
@@ -57,25 +74,39 @@ SparseClassifiers sparse_dual_cd(const CsrFloat& x, const LabelPoints& points, s
   std::vector<double> losses(static_cast<std::size_t>(tasks), 0.0);
   const LabelPoints from_zero{points.indptr, points.rows, points.positive, nullptr};
   const std::vector<std::int64_t> order = shared_points_order(points, tasks);
+  std::vector<std::int64_t> runs;  // where each run of tasks on the same points starts in `order`
+  for (std::int64_t p = 0; p < tasks; ++p)
+    if (p == 0 || !same_points(points, order[static_cast<std::size_t>(p) - 1], order[static_cast<std::size_t>(p)]))
+      runs.push_back(p);
+  runs.push_back(tasks);
   parallel_for(
-      threads, tasks, 8, [] { return Solving{}; },
-      [&](Solving& solving, std::int64_t position) {
-        const std::int64_t task = order[static_cast<std::size_t>(position)];
-        if (points.indptr[task + 1] == points.indptr[task]) return;
-        const auto label = static_cast<std::int32_t>(task);
+      threads, static_cast<std::int64_t>(runs.size()) - 1, 1, [] { return Solving{}; },
+      [&](Solving& solving, std::int64_t run) {
+        const std::int64_t* run_tasks = order.data() + runs[static_cast<std::size_t>(run)];
+        const std::int64_t count = runs[static_cast<std::size_t>(run) + 1] - runs[static_cast<std::size_t>(run)];
+        if (points.indptr[run_tasks[0] + 1] == points.indptr[run_tasks[0]]) return;
         GatheredLabel& l = solving.label;
-        if (solving.gathered >= 0 && same_points(points, solving.gathered, task)) {
-          l.weights.assign(l.features.size(), 0.0f);  // the features as gathered for the task before
-        } else {
-          gather_features(x, from_zero, label, l);
-          release_features(l);  // `place` is only for gathering; `features` and `local` stay
-          solving.gathered = task;
+        gather_features(x, from_zero, static_cast<std::int32_t>(run_tasks[0]), l);
+        release_features(l);  // `place` is only for gathering; `features` and `local` stay
+        if (count >= kTogetherFrom) {
+          solving.losses.resize(static_cast<std::size_t>(count));
+          solve_leaf(x, from_zero, run_tasks, count, settings, l, solving.leaf, solving.losses.data());
+          for (std::int64_t j = 0; j < count; ++j) {
+            const auto task = static_cast<std::size_t>(run_tasks[j]);
+            losses[task] = solving.losses[static_cast<std::size_t>(j)];
+            keep_weights(l.features, solving.leaf.weights.data() + j, static_cast<std::size_t>(count),
+                         solving.leaf.bias[static_cast<std::size_t>(j)], threshold, kept[task]);
+          }
+          return;
         }
-        Kept& out = kept[static_cast<std::size_t>(task)];
-        losses[static_cast<std::size_t>(task)] = solve_gathered(x, from_zero, label, settings, out.bias, l);
-        for (std::size_t f = 0; f < l.features.size(); ++f)
-          if (std::fabs(l.weights[f]) >= threshold) out.weights.emplace_back(l.features[f], l.weights[f]);
-        std::sort(out.weights.begin(), out.weights.end());
+        for (std::int64_t j = 0; j < count; ++j) {
+          const std::int64_t task = run_tasks[j];
+          l.weights.assign(l.features.size(), 0.0f);
+          float bias = 0.0f;
+          losses[static_cast<std::size_t>(task)] =
+              solve_gathered(x, from_zero, static_cast<std::int32_t>(task), settings, bias, l);
+          keep_weights(l.features, l.weights.data(), 1, bias, threshold, kept[static_cast<std::size_t>(task)]);
+        }
       });
   SparseClassifiers out;
   out.indptr.assign(1, 0);

@@ -121,10 +121,15 @@ def test_the_shape_is_the_same_at_any_thread_count_and_splits_the_planted_groups
     assert leaves == 40 and pure >= 24
 
 
-def test_every_task_is_liblinears_squared_hinge_on_its_points_and_small_weights_are_dropped():
+# Leaves of up to 3 labels are solved label by label, as a node's two children are; leaves of 4 or
+# more together, every label of the leaf in one pass over its points (cpp/label_tree/leaf_dual_cd.h).
+@pytest.mark.parametrize("leaf_size", [3, 10])
+def test_every_task_is_liblinears_squared_hinge_on_its_points_and_small_weights_are_dropped(leaf_size):
     svm = pytest.importorskip("sklearn.svm")
     X, Y = _problem(3, n=200)
-    shape = build_shape(label_vectors(X, Y), 10, seed=0)
+    shape = build_shape(label_vectors(X, Y), leaf_size, seed=0)
+    leaf_labels = np.diff(shape.leaf_indptr)[shape.children[:, 0] < 0]
+    assert leaf_labels.max() <= 3 if leaf_size == 3 else leaf_labels.min() >= 4
     indptr, rows, positive = task_points(shape, Y)
     x = (X.indptr, X.indices, X.data, X.shape[1])
     w_indptr, w_indices, w_values, bias, loss = sparse_dual_cd(*x, indptr, rows, positive, 1.0, 5000, 1e-6, 0, 0.0, 2)
