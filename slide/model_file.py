@@ -22,8 +22,9 @@ from .neighbours import NeighbourMemory
 from .npz_members import check_data_size, check_stored, npy_meta, read_members
 from .optimizers import is_optimizer_state
 from .paths import regular_file
-from .label_tree import LabelTree
+from .label_tree import LabelForest, forest_array_names
 from .reranker import ShortlistReranker
+from .settings import NETWORK
 from .word_vectors import VOCABULARY_ARRAY, vocabulary_from_array, vocabulary_to_array
 
 # The neighbour memory's arrays (slide.neighbours.NeighbourMemory.to_arrays) and their types.
@@ -33,11 +34,12 @@ _MEMORY_ARRAYS = {"neighbours.points.indptr": np.dtype(np.int64), "neighbours.po
 # The re-ranker's arrays (slide.reranker.ShortlistReranker.to_arrays) and their types.
 _RERANKER_ARRAYS = {"reranker.weights": np.dtype(np.float32), "reranker.bias": np.dtype(np.float32),
                     "reranker.shortlist": np.dtype(np.int64), "reranker.trained_on": np.dtype(np.int64)}
-# The label tree's arrays (slide.label_tree.LabelTree.to_arrays) and their types.
-_TREE_ARRAYS = {"tree.children": np.dtype(np.int64), "tree.leaf_indptr": np.dtype(np.int64),
-                "tree.leaf_labels": np.dtype(np.int64), "tree.weights.indptr": np.dtype(np.int64),
-                "tree.weights.indices": np.dtype(np.int32), "tree.weights.values": np.dtype(np.float32),
-                "tree.bias": np.dtype(np.float32)}
+# A label tree's arrays (slide.label_tree.LabelTree.to_arrays) and their types, for each tree a
+# network may hold (slide.label_tree.LabelForest.to_arrays: the first tree's named "tree.*").
+_TREE_TYPES = {"children": np.int64, "leaf_indptr": np.int64, "leaf_labels": np.int64, "weights.indptr": np.int64,
+               "weights.indices": np.int32, "weights.values": np.float32, "bias": np.float32}
+_TREE_ARRAYS = {name: np.dtype(_TREE_TYPES[name.split(".", 1)[1]])
+                for name in forest_array_names(int(NETWORK["label_trees"].maximum))}
 # Arrays a part may lack: files written before they were kept (ShortlistReranker.from_arrays says how).
 _OPTIONAL_ARRAYS = frozenset({"reranker.trained_on"})
 # Arrays whose size the configuration does not fix: read whole, by their type.
@@ -227,9 +229,12 @@ def _attach_memory_and_vocabulary(net: Any, path: Path, whole: dict[str, np.ndar
     reranker = _optional_part(net, path, whole, _RERANKER_ARRAYS, "the re-ranker", ShortlistReranker.from_arrays)
     if reranker is not None:
         net.reranker = reranker
-    tree = _optional_part(net, path, whole, _TREE_ARRAYS, "the label tree", LabelTree.from_arrays)
-    if tree is not None:
-        net.tree = tree
+    trees = {k: v for k, v in whole.items() if k in _TREE_ARRAYS}
+    if trees:
+        try:
+            net.tree = LabelForest.from_arrays(trees, net.input_dim, net.output_dim)
+        except ValueError as e:
+            raise ModelFileError(f"{path}: the label trees are malformed: {e}") from None
     if vocabulary is not None:
         try:
             net.vocabulary = vocabulary_from_array(vocabulary, net.input_dim)

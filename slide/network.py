@@ -33,7 +33,7 @@ from .modes import mode_of
 from .network_files import NetworkFiles, _network_from_bytes  # noqa: F401 (pickles name it here)
 from .neighbours import NeighbourMemory
 from .prediction.methods import FusedPrediction
-from .label_tree import LabelTree
+from .label_tree import LabelForest
 from .reranker import ShortlistReranker
 from .schedules import Schedule
 from .settings import NETWORK, defaults
@@ -107,6 +107,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         label_tree, tree_weight: `fit` then trains a label tree with at most ``label_tree`` labels
             a leaf on the training points in memory (`fit_label_tree`, `slide.label_tree`; 0: none),
             and predictions add ``tree_weight`` x its log-probability of each candidate, its beam's too.
+        label_trees: how many such trees, each split from its own seed, are trained and averaged
+            (`slide.label_tree.LabelForest`; omikuji's n_trees).
         threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
@@ -133,7 +135,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
         neighbour_space: str = _D["neighbour_space"], output_loss: str = _D["output_loss"],
         rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], label_tree: int = _D["label_tree"],
-        tree_weight: float = _D["tree_weight"], threads: Optional[int] = None, seed: int = 0,
+        tree_weight: float = _D["tree_weight"], label_trees: int = _D["label_trees"], threads: Optional[int] = None,
+        seed: int = 0,
         sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
         hidden, lsh, hidden_lsh = arguments.layers(input_dim, output_dim, hidden, mode, lsh, hidden_lsh)
@@ -141,7 +144,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
                                  (beta1, beta2, eps))
         arguments.check_choices(input_norm, input_dropout, precision, matmul, neighbours, neighbour_weight,
                                 sparse_exchange, seed, rerank, rerank_weight, neighbour_space, output_loss, label_tree,
-                                tree_weight)
+                                tree_weight, label_trees)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
@@ -155,8 +158,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         self.memory: Optional[NeighbourMemory] = None  # the training points that vote (`remember`)
         self.rerank, self.rerank_weight = int(rerank), float(rerank_weight)
         self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`
-        self.label_tree, self.tree_weight = int(label_tree), float(tree_weight)
-        self.tree: Optional[LabelTree] = None  # trained by `fit_label_tree`
+        self.label_tree, self.tree_weight, self.label_trees = int(label_tree), float(tree_weight), int(label_trees)
+        self.tree: Optional[LabelForest] = None  # trained by `fit_label_tree`
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange

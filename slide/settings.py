@@ -183,6 +183,9 @@ NETWORK = _table(
             "trained on the points in memory (or a stream of one shard), and each prediction's candidates, with the "
             "tree's beam search's, add its log-probability (slide.label_tree); 0: off", 0, 1_000_000,
             flag="--label-tree", default=0),
+    Setting("label_trees", "int", "how many label trees (label_tree > 0) are trained, each split from its own seed, "
+            "and averaged: their beams' candidates joined, their log-probabilities and per-label classifiers' scores "
+            "the trees' means (omikuji's n_trees)", 1, 32, flag="--label-trees", default=1),
     Setting("tree_weight", "float", "weight of the label tree in the fused score, + weight x log-probability; "
             "with validation data, training picks it from 0 to 4", 0, 1e6, flag="--tree-weight", default=1.0),
 )

@@ -11,6 +11,8 @@ networks averaged gave 0.224 / 0.105 in twice the time (by script, docs/benchmar
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -45,10 +47,11 @@ class LabelTree:
 
     @classmethod
     def fit(cls, X: sp.csr_matrix, Y: sp.csr_matrix, *, leaf_size: int = LEAF_SIZE, threads: int = 1,
-            seed: int = 0) -> "LabelTree":
-        """The tree over Y's labels and its classifiers, from training points X, Y (in memory)."""
+            seed: int = 0, vectors: Optional[sp.csr_matrix] = None) -> "LabelTree":
+        """The tree over Y's labels and its classifiers, from training points X, Y (in memory);
+        `vectors`: the labels' `label_vectors(X, Y)` when already computed (a forest's trees share them)."""
         X, Y = unit_rows(X), sp.csr_matrix(Y)
-        shape = build_shape(label_vectors(X, Y), leaf_size, seed, threads)
+        shape = build_shape(label_vectors(X, Y) if vectors is None else vectors, leaf_size, seed, threads)
         indptr, rows, positive = task_points(shape, Y)
         w_indptr, w_indices, w_values, bias, _ = sparse_dual_cd(
             X.indptr, X.indices, X.data, X.shape[1], indptr, rows, positive, C, MAX_ITERATIONS, TOLERANCE,
@@ -80,11 +83,11 @@ class LabelTree:
             rows, parents, log_p = np.repeat(rows[inner], 2), at[inner], np.repeat(log_p[inner], 2)
             at = self.shape.children[parents].ravel()
             log_p = log_p + log_probability(self._scores(X, rows, at, threads))
-            rows, at, log_p = _best_per_row(rows, at, log_p, beam)
+            rows, at, log_p = best_per_row(rows, at, log_p, beam)
         rows, labels, log_p = (np.concatenate(found_rows), np.concatenate(found_labels),
                                np.concatenate(found_log_p))
         log_p = log_p + log_probability(self._scores(X, rows, labels + nodes, threads))
-        rows, labels, log_p = _best_per_row(rows, labels, log_p, k)
+        rows, labels, log_p = best_per_row(rows, labels, log_p, k)
         ids, out = np.full((n, k), -1, np.int32), np.full((n, k), -np.inf, np.float32)
         rank = np.arange(rows.size) - np.searchsorted(rows, rows)
         ids[rows, rank], out[rows, rank] = labels, log_p
@@ -110,6 +113,12 @@ class LabelTree:
         """float32: each (row of X, label) pair's score by the label's own classifier alone."""
         return self._scores(unit_rows(X), np.asarray(rows, np.int64), np.asarray(labels, np.int64) + self.shape.nodes,
                             threads)
+
+    @staticmethod
+    def array_names() -> tuple[str, ...]:
+        """The names `to_arrays` gives its arrays."""
+        return ("tree.children", "tree.leaf_indptr", "tree.leaf_labels", "tree.weights.indptr", "tree.weights.indices",
+                "tree.weights.values", "tree.bias")
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"tree.children": self.shape.children.ravel(), "tree.leaf_indptr": self.shape.leaf_indptr,
@@ -158,7 +167,7 @@ def _paths(shape: TreeShape) -> np.ndarray:
     return paths
 
 
-def _best_per_row(rows: np.ndarray, items: np.ndarray, scores: np.ndarray, keep: int
+def best_per_row(rows: np.ndarray, items: np.ndarray, scores: np.ndarray, keep: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The `keep` best (item, score) of each row, rows ascending and best first within a row."""
     order = np.lexsort((-scores, rows))

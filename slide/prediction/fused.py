@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ..label_tree import LabelTree
+from ..label_tree import LabelForest
 from ..metrics import pair_keys
 from ..neighbours import Fusion, NeighbourMemory, pick_weights
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
@@ -21,7 +21,7 @@ from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 # the products here (800,000 random pairs at hidden 256: 0.39 s in chunks of 2^16, 0.18 s in
 # chunks of 2^12 or 2^10; by script on the suite's host).
 _CHUNK = 1 << 11
-# The tree's beam's best labels that join each query's candidates. On debian-rdeps (slide's fused
+# Each tree's beam's best labels that join each query's candidates. On debian-rdeps (slide's fused
 # top 25, by script) the union with the tree's top 25 scored 0.228 / 0.110 P@1 / P@5 at tree weight
 # 1, where slide's own 25 re-scored by the tree gave less (0.2225-0.2246 / 0.1074-0.1079 with
 # omikuji's tree): the tree finds labels the network ranks low.
@@ -59,7 +59,7 @@ class VotedNetwork:
     is one), plus the re-ranker's scores on the network's top `reranker.shortlist` (when there is one)."""
 
     def __init__(self, net: Any, memory: Optional[NeighbourMemory], neighbours: int,
-                 reranker: Optional[ShortlistReranker] = None, tree: Optional[LabelTree] = None) -> None:
+                 reranker: Optional[ShortlistReranker] = None, tree: Optional[LabelForest] = None) -> None:
         self.net, self.memory, self.neighbours, self.reranker, self.tree = net, memory, neighbours, reranker, tree
 
     def fusion(self, X: sp.csr_matrix, k: int, dense: bool, normaliser: bool = False
@@ -90,7 +90,7 @@ class VotedNetwork:
             sp.csr_matrix((X.shape[0], self.net.output_dim), dtype=np.float32)
         tree_of = None
         if self.tree is not None:
-            votes = with_candidates(votes, self.tree.top(X, TREE_CANDIDATES, threads=threads)[0])
+            votes = with_candidates(votes, self.tree.candidates(X, TREE_CANDIDATES, threads=threads))
             tree_of = lambda rows, labels: self.tree.log_probabilities(X, rows, labels, threads=threads)  # noqa: E731
         known = None if reranker is None else KnownPairs(X, ids[:, :reranker.trained_on], threads)
         rerank_of = None if known is None else known.scorer(reranker)

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional
 from .._inputs import LabelsLike, as_features, as_labels
 from ..datasets.stream import Stream
 from ..early_stopping import check_monitor
-from ..label_tree import LEAF_SIZE, LabelTree
+from ..label_tree import LEAF_SIZE, LabelForest
 from ..model.checks import check_int, check_scoring
 from ..model.guard import one_call_at_a_time
 from ..neighbours import WEIGHTS, NeighbourMemory, Representation
@@ -76,7 +76,7 @@ class FusedPrediction:
 
     memory: Optional[NeighbourMemory]
     reranker: Optional[ShortlistReranker]
-    tree: Optional[LabelTree]
+    tree: Optional[LabelForest]
 
     @property
     def voted(self: Any) -> Optional[VotedNetwork]:
@@ -163,9 +163,10 @@ class FusedPrediction:
 
     @one_call_at_a_time
     def fit_label_tree(self: Any, X, Y: Optional[LabelsLike] = None) -> Any:
-        """Train the label tree (`slide.label_tree`) on X, Y, the network's training points in
-        memory, with at most ``label_tree`` labels a leaf (`slide.label_tree.LEAF_SIZE`, the preset's, when
-        ``label_tree`` is 0), replacing any trained before; `fit` calls it after the network's last
+        """Train the label tree (`slide.label_tree`), ``label_trees`` of them averaged, on X, Y, the
+        network's training points in memory, with at most ``label_tree`` labels a leaf
+        (`slide.label_tree.LEAF_SIZE`, the preset's, when ``label_tree`` is 0), replacing any
+        trained before; `fit` calls it after the network's last
         epoch when ``label_tree`` > 0. X may be a `slide.datasets.Stream` of one shard (Y
         omitted), which holds every point at once. One process only. Returns self."""
         if self.comm is not None:
@@ -178,10 +179,10 @@ class FusedPrediction:
         X, Y = points
         X = as_features(X, self.input_dim)
         t0 = time.perf_counter()
-        self.tree = LabelTree.fit(X, as_labels(Y, self.output_dim, X.shape[0]), leaf_size=self.label_tree or LEAF_SIZE,
-                                  threads=self.threads, seed=self.seed)
-        log.info("label tree: %d nodes, %d weights, in %.1fs", self.tree.shape.nodes, self.tree.values.size,
-                 time.perf_counter() - t0)
+        self.tree = LabelForest.fit(X, as_labels(Y, self.output_dim, X.shape[0]), trees=self.label_trees,
+                                    leaf_size=self.label_tree or LEAF_SIZE, threads=self.threads, seed=self.seed)
+        log.info("label trees: %d, %d nodes, %d weights, in %.1fs", len(self.tree.trees), self.tree.nodes,
+                 self.tree.weights, time.perf_counter() - t0)
         return self
 
     def remember(self: Any, X, Y: LabelsLike) -> Any:

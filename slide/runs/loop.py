@@ -277,8 +277,10 @@ def _after_training(net: Network, memory: "Split | Stream") -> Optional[str]:
         steps.append(f"training the re-ranker ({solver} on each point's {listed} best labels by the network, "
                      f"found by {found})")
     if net.label_tree and net.comm is None and (not streamed or memory.holds_every_point):
-        steps.append(f"training a label tree (at most {net.label_tree} labels a leaf; where the labels have fewer "
-                     f"than {TREE_RESCORES_BELOW:g} points each, its classifiers re-score in the re-ranker's place)")
+        trees = "a label tree" if net.label_trees == 1 else f"{net.label_trees} label trees, averaged"
+        steps.append(f"training {trees} (at most {net.label_tree} labels a leaf; where the labels have fewer "
+                     f"than {TREE_RESCORES_BELOW:g} points each, {'its' if net.label_trees == 1 else 'their'} "
+                     "classifiers re-score in the re-ranker's place)")
     return "after the last epoch: " + "; ".join(steps) if steps else None
 
 

@@ -55,10 +55,11 @@ def test_settings_come_from_the_shape_unless_given():
     assert picked.rerank == 0 and picked.reranker is None  # a few classes: no re-ranker (on from 257 labels)
     assert picked.label_tree == 0 and picked.tree is None  # nor a label tree (the LSH preset's)
     given = SlideClassifier(threads=1, epochs=1, hidden=[32], mode="batch", learning_rate=0.01,
-                            neighbours=0, rerank=3, label_tree=2).fit(X, y).network_
+                            neighbours=0, rerank=3, label_tree=2, label_trees=2).fit(X, y).network_
     assert given.mode == "batch" and given.hidden == (32,) and given.learning_rate == 0.01 and given.neighbours == 0
     assert given.rerank == 3 and given.reranker is not None and given.reranker.shortlist == 3
-    assert given.label_tree == 2 and given.tree is not None
+    assert given.label_tree == 2 and given.label_trees == len(given.tree.trees) == 2
+    assert picked.label_trees == 1  # the table's default
     with pytest.raises(ValueError, match="mode must be one of"):
         SlideClassifier(mode="fast").fit(X, y)
 

@@ -12,7 +12,7 @@ import slide
 from slide._core import sparse_dual_cd, sparse_pair_scores, tree_shape, tree_task_points
 from slide.datasets import make_train_test
 from slide.datasets.synthetic import unit_rows
-from slide.label_tree import LabelTree, TreeShape
+from slide.label_tree import LabelForest, LabelTree, TreeShape
 from slide.label_tree.clustering import build_shape, label_vectors
 from slide.label_tree.node_points import task_points
 from slide.label_tree.tree import log_probability
@@ -224,11 +224,77 @@ def test_a_labels_log_probability_sums_its_path():
         assert got == pytest.approx(want, rel=1e-5, abs=1e-5)
 
 
+def test_a_forest_is_its_trees_averaged_and_its_first_tree_is_the_one_tree_fit():
+    X, Y = _problem(5)
+    forest = LabelForest.fit(X, Y, trees=3, leaf_size=5, threads=2, seed=7)
+    assert len(forest.trees) == 3
+    one = LabelTree.fit(X, Y, leaf_size=5, threads=2, seed=7)
+    for name, a in one.to_arrays().items():
+        np.testing.assert_array_equal(forest.trees[0].to_arrays()[name], a, err_msg=name)
+    assert not np.array_equal(forest.trees[0].shape.leaf_labels, forest.trees[1].shape.leaf_labels)
+    rows = np.repeat(np.arange(30), 40)
+    labels = np.tile(np.arange(40), 30)
+    mean = np.mean([t.log_probabilities(X, rows, labels) for t in forest.trees], axis=0)
+    np.testing.assert_allclose(forest.log_probabilities(X, rows, labels), mean, rtol=1e-5, atol=1e-6)
+    scores = np.mean([t.label_scores(X, rows, labels) for t in forest.trees], axis=0)
+    np.testing.assert_allclose(forest.label_scores(X, rows, labels), scores, rtol=1e-5, atol=1e-6)
+    found = forest.candidates(X[:30], 4)
+    for i, tree in enumerate(forest.trees):
+        np.testing.assert_array_equal(found[:, 4 * i:4 * i + 4], tree.top(X[:30], 4)[0])
+    ids, log_p = forest.top(X[:30], 4)
+    for row in range(30):  # the oracle: every label the beams found, by the trees' mean
+        union = np.unique(found[row][found[row] >= 0])
+        by_mean = forest.log_probabilities(X, np.full(union.size, row), union)
+        best = np.argsort(-by_mean, kind="stable")[:4]
+        np.testing.assert_allclose(log_p[row], by_mean[best], rtol=1e-6)
+        assert set(ids[row]) == set(union[best]) or np.unique(by_mean).size < by_mean.size
+    with pytest.raises(ValueError, match="at least 1"):
+        LabelForest.fit(X, Y, trees=0)
+
+
+def test_slide_train_says_it_trains_the_trees_averaged():
+    from slide.runs.loop import _after_training
+    for trees, said in ((1, "training a label tree (at most 6 labels a leaf; where the labels have fewer than 5 "
+                             "points each, its classifiers"),
+                        (3, "training 3 label trees, averaged (at most 6 labels a leaf; where the labels have fewer "
+                            "than 5 points each, their classifiers")):
+        net = slide.Network(20, 10, hidden=(4,), mode="dense", neighbours=0, label_tree=6, label_trees=trees)
+        assert said in _after_training(net, object())
+
+
+def test_a_network_keeps_its_label_trees_in_its_file_and_refuses_a_damaged_forest(tmp_path):
+    train, test = make_train_test(600, 100, 200, 80, seed=3, avg_nnz=10, avg_labels=2)
+    net = slide.Network(200, 80, hidden=(16,), mode="dense", neighbours=0, label_tree=6, label_trees=2, threads=2,
+                        seed=0)
+    net.fit(train.X, train.Y, epochs=1, batch_size=64, validation_split=0.1, progress=False)
+    assert len(net.tree.trees) == 2 and "tree1.bias" in net.tree.to_arrays()
+    net.save(tmp_path / "m.npz")
+    back = slide.Network.load(tmp_path / "m.npz")
+    assert back.label_trees == 2 and len(back.tree.trees) == 2
+    for a, b in zip(back.predict(test.X, k=5), net.predict(test.X, k=5)):
+        np.testing.assert_array_equal(a, b)
+    from slide.model_file import write_model
+    import zipfile, json
+    with zipfile.ZipFile(tmp_path / "m.npz") as zf:
+        stored = {n[:-4]: np.load(zf.open(n)) for n in zf.namelist()}
+    header = json.loads(stored.pop("__slide_header__").tobytes())
+    header.pop("checksums")
+    for change, message in ((lambda s: s.pop("tree1.bias"), r"label tree 1 lacks arrays \['tree1.bias'\]"),
+                            (lambda s: s.update({"tree3.bias": s["tree1.bias"]}),
+                             r"arrays \[.tree3.bias.\] belong to no label tree 0-1"),
+                            (lambda s: s["tree1.weights.values"].__setitem__(0, np.nan), "label tree 1: .*NaN")):
+        damaged = {k: v.copy() for k, v in stored.items()}
+        change(damaged)
+        write_model(tmp_path / "bad.npz", header, damaged)
+        with pytest.raises(ModelFileError, match=f"bad.npz: the label trees are malformed: {message}"):
+            slide.Network.load(tmp_path / "bad.npz")
+
+
 def test_a_network_with_a_label_tree_picks_its_weight_and_keeps_it_in_its_file(tmp_path):
     train, test = make_train_test(900, 200, 300, 120, seed=3, avg_nnz=12, avg_labels=2)
     net = slide.Network(300, 120, hidden=(16,), mode="dense", neighbours=0, label_tree=8, threads=2, seed=0)
     net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
-    assert net.tree is not None and net.tree.shape.nodes > 15
+    assert net.tree is not None and net.tree.nodes > 15
     from slide.prediction.methods import TREE_WEIGHTS
     assert net.tree_weight in TREE_WEIGHTS
     net.tree_weight = 1.0

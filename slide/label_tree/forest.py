@@ -1,0 +1,142 @@
+"""Label trees averaged (``label_trees``; omikuji's n_trees): each tree is split from its own seed
+over the same label vectors, so each groups the labels a little differently and its beam reaches
+other labels. Their beams' candidates join, and a label's log-probability and its per-label
+classifiers' score are the trees' means.
+
+On debian-rdeps (57,489 labels, 3.8 training points a label) a second tree beside slide's network,
+vote and first tree, the weights picked again on the held-out points, seeds 0-5, test P@1 / P@5:
+0.2268 / 0.1084 with one tree, 0.2260 / 0.1105 with two (P@5 up on every seed; by script). A tree
+takes 2.3 s there (its shape 0.7 s, its classifiers 1.4 s), and the weights' pick 0.6 s more:
+`slide train` with ``--label-trees 2``, seeds 0-2, trained in 15.8-16.1 s where one tree took
+12.0-12.4 s and omikuji 10.3 s, past the suite's 1.5x, so no preset picks two (docs/benchmarks)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..datasets.synthetic import unit_rows
+from .clustering import LEAF_SIZE, label_vectors
+from .tree import BEAM, LabelTree, best_per_row
+
+# Tree i > 0 is split from seed + i x this (mod 2^64): far apart, whatever seeds a user picks.
+_SEED_STEP = 0x9E3779B97F4A7C15
+
+
+def _prefix(i: int) -> str:
+    """The names of tree i's arrays in a model file start with this: the first tree's are those a
+    file with one tree has always had ("tree."), the others' "tree1.", "tree2.", ..."""
+    return "tree." if i == 0 else f"tree{i}."
+
+
+class LabelForest:
+    """Label trees over the same `n_features` inputs and `n_labels` labels, averaged."""
+
+    def __init__(self, trees: Sequence[LabelTree]) -> None:
+        if not trees:
+            raise ValueError("a label forest needs at least one tree")
+        first = trees[0]
+        for tree in trees[1:]:
+            if (tree.n_features, tree.n_labels) != (first.n_features, first.n_labels):
+                raise ValueError(f"the label trees must share their features and labels: {first.n_features} x "
+                                 f"{first.n_labels} against {tree.n_features} x {tree.n_labels}")
+        self.trees = list(trees)
+        self.n_features, self.n_labels = first.n_features, first.n_labels
+
+    @classmethod
+    def fit(cls, X: sp.csr_matrix, Y: sp.csr_matrix, *, trees: int = 1, leaf_size: int = LEAF_SIZE,
+            threads: int = 1, seed: int = 0) -> "LabelForest":
+        """`trees` label trees over Y's labels from training points X, Y (in memory), the first
+        from `seed` (the tree `LabelTree.fit` gives), the labels' vectors computed once."""
+        if isinstance(trees, bool) or not isinstance(trees, (int, np.integer)) or trees < 1:
+            raise ValueError(f"trees must be an integer of at least 1, got {trees!r}")
+        Y = sp.csr_matrix(Y)
+        vectors = label_vectors(unit_rows(X), Y)
+        return cls([LabelTree.fit(X, Y, leaf_size=leaf_size, threads=threads, seed=(seed + i * _SEED_STEP) % 2**64,
+                                  vectors=vectors) for i in range(int(trees))])
+
+    @property
+    def nodes(self) -> int:
+        return sum(tree.shape.nodes for tree in self.trees)
+
+    @property
+    def weights(self) -> int:
+        """The classifiers' weights kept, over every tree."""
+        return sum(tree.values.size for tree in self.trees)
+
+    def candidates(self, X: sp.csr_matrix, k: int, *, beam: int = BEAM, threads: int = 1) -> np.ndarray:
+        """int32 [n, k x trees]: each tree's beam's best k (`LabelTree.top`) side by side; a label
+        two trees found is listed twice, -1 where a tree reached fewer than k."""
+        return np.concatenate([tree.top(X, k, beam=beam, threads=threads)[0] for tree in self.trees], axis=1)
+
+    def top(self, X: sp.csr_matrix, k: int, *, beam: int = BEAM, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """(ids int32 [n, k], log-probabilities float32 [n, k]), best first: the best k by the
+        trees' mean log-probability (`log_probabilities`) among the labels their beams reached.
+        -1 / -inf where they reached fewer than k."""
+        if len(self.trees) == 1:
+            return self.trees[0].top(X, k, beam=beam, threads=threads)
+        found = self.candidates(X, k, beam=beam, threads=threads)
+        n = found.shape[0]
+        rows = np.repeat(np.arange(n, dtype=np.int64), found.shape[1])
+        labels = found.ravel().astype(np.int64)
+        listed = labels >= 0
+        pairs = np.unique(rows[listed] * self.n_labels + labels[listed])
+        rows, labels = pairs // self.n_labels, pairs % self.n_labels
+        rows, labels, log_p = best_per_row(rows, labels, self.log_probabilities(X, rows, labels, threads=threads), k)
+        ids, out = np.full((n, k), -1, np.int32), np.full((n, k), -np.inf, np.float32)
+        rank = np.arange(rows.size) - np.searchsorted(rows, rows)
+        ids[rows, rank], out[rows, rank] = labels, log_p
+        return ids, out
+
+    def log_probabilities(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1
+                          ) -> np.ndarray:
+        """float32: each (row of X, label) pair's log-probability down its whole path in each
+        tree (`LabelTree.log_probabilities`), the trees' mean."""
+        total = self.trees[0].log_probabilities(X, rows, labels, threads=threads)
+        for tree in self.trees[1:]:
+            total = total + tree.log_probabilities(X, rows, labels, threads=threads)
+        return (total / np.float32(len(self.trees))).astype(np.float32)
+
+    def label_scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1) -> np.ndarray:
+        """float32: each (row of X, label) pair's score by the label's own classifier in each tree,
+        the trees' mean."""
+        total = self.trees[0].label_scores(X, rows, labels, threads=threads)
+        for tree in self.trees[1:]:
+            total = total + tree.label_scores(X, rows, labels, threads=threads)
+        return (total / np.float32(len(self.trees))).astype(np.float32)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every tree's `LabelTree.to_arrays`, tree i's names starting with `_prefix(i)`."""
+        arrays = {}
+        for i, tree in enumerate(self.trees):
+            arrays.update({_prefix(i) + name[len("tree."):]: a for name, a in tree.to_arrays().items()})
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray], n_features: int, n_labels: int) -> "LabelForest":
+        """Rebuild from `to_arrays`'s output, which comes from a file: trees 0, 1, ... each whole
+        (`LabelTree.from_arrays` checks each), none missing between; else ValueError naming the tree."""
+        names = sorted(name[len("tree."):] for name in LabelTree.array_names())
+        trees, i = [], 0
+        while any(_prefix(i) + name in a for name in names):
+            missing = [_prefix(i) + name for name in names if _prefix(i) + name not in a]
+            if missing:
+                raise ValueError(f"label tree {i} lacks arrays {missing}")
+            own = {"tree." + name: a[_prefix(i) + name] for name in names}
+            try:
+                trees.append(LabelTree.from_arrays(own, n_features, n_labels))
+            except ValueError as e:
+                raise ValueError(f"label tree {i}: {e}") from None
+            i += 1
+        stray = sorted(name for name in a if not any(name == _prefix(j) + n for j in range(i) for n in names))
+        if stray:
+            raise ValueError(f"arrays {stray[:5]} belong to no label tree 0-{i - 1}" if i else
+                             f"arrays {stray[:5]} without label tree 0's")
+        return cls(trees)
+
+
+def forest_array_names(trees: int) -> list[str]:
+    """The names of the arrays `to_arrays` writes for a forest of this many trees."""
+    return [_prefix(i) + name[len("tree."):] for i in range(trees) for name in LabelTree.array_names()]
