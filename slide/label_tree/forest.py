@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from ..datasets.synthetic import unit_rows
 from .clustering import LEAF_SIZE, label_vectors
-from .tree import BEAM, LabelTree, best_per_row
+from .tree import BEAM, LabelTree, best_table
 
 # Tree i > 0 is split from seed + i x this (mod 2^64): far apart, whatever seeds a user picks.
 _SEED_STEP = 0x9E3779B97F4A7C15
@@ -84,11 +84,7 @@ class LabelForest:
         listed = labels >= 0
         pairs = np.unique(rows[listed] * self.n_labels + labels[listed])
         rows, labels = pairs // self.n_labels, pairs % self.n_labels
-        rows, labels, log_p = best_per_row(rows, labels, self.log_probabilities(X, rows, labels, threads=threads), k)
-        ids, out = np.full((n, k), -1, np.int32), np.full((n, k), -np.inf, np.float32)
-        rank = np.arange(rows.size) - np.searchsorted(rows, rows)
-        ids[rows, rank], out[rows, rank] = labels, log_p
-        return ids, out
+        return best_table(n, k, rows, labels, self.log_probabilities(X, rows, labels, threads=threads))
 
     def log_probabilities(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1
                           ) -> np.ndarray:

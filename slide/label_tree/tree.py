@@ -87,11 +87,7 @@ class LabelTree:
         rows, labels, log_p = (np.concatenate(found_rows), np.concatenate(found_labels),
                                np.concatenate(found_log_p))
         log_p = log_p + log_probability(self._scores(X, rows, labels + nodes, threads))
-        rows, labels, log_p = best_per_row(rows, labels, log_p, k)
-        ids, out = np.full((n, k), -1, np.int32), np.full((n, k), -np.inf, np.float32)
-        rank = np.arange(rows.size) - np.searchsorted(rows, rows)
-        ids[rows, rank], out[rows, rank] = labels, log_p
-        return ids, out
+        return best_table(n, k, rows, labels, log_p)
 
     def log_probabilities(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1
                           ) -> np.ndarray:
@@ -165,6 +161,17 @@ def _paths(shape: TreeShape) -> np.ndarray:
         paths[node, :depth[node] - 1] = paths[parent[node], :depth[node] - 1]
         paths[node, depth[node] - 1] = node
     return paths
+
+
+def best_table(n: int, k: int, rows: np.ndarray, items: np.ndarray, scores: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(items int32 [n, k], scores float32 [n, k]): each of n rows' k best (item, score) pairs
+    of those given, best first; -1 / -inf where a row has fewer than k."""
+    rows, items, scores = best_per_row(rows, items, scores, k)
+    ids, out = np.full((n, k), -1, np.int32), np.full((n, k), -np.inf, np.float32)
+    rank = np.arange(rows.size) - np.searchsorted(rows, rows)
+    ids[rows, rank], out[rows, rank] = items, scores
+    return ids, out
 
 
 def best_per_row(rows: np.ndarray, items: np.ndarray, scores: np.ndarray, keep: int
