@@ -41,7 +41,7 @@ def main() -> None:
     from slide.label_tree.clustering import build_shape, label_vectors
     from slide.label_tree.node_points import task_points
     from slide.label_tree.tree import C, MAX_ITERATIONS, THRESHOLD, TOLERANCE
-    from slide.neighbours import ranking_report
+    from slide.metrics import ranking_report
 
     leaf_size = args.leaf_size or LEAF_SIZE
     memory, stages = PeakMemory(), {}

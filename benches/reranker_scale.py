@@ -69,7 +69,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from slide.datasets.catalogue import make_catalogue
-    from slide.neighbours import ranking_report
+    from slide.metrics import ranking_report
     from slide.prediction.fused import VotedNetwork
     from slide.prediction.reranker_training import shortlists
     from slide.reranker import HINGE_SHORTLIST_FACTOR, ShortlistReranker, label_points
