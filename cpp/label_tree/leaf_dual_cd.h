@@ -7,7 +7,8 @@
 // point's features again. The labels' solve at 2 threads, one by one -> together: debian-rdeps
 // (leaves of 100 labels over about 75 points) 1.53 -> 0.61 s, debian-deps (leaves of 32) 1.42 ->
 // 0.92 s; slide with no flags on debian-rdeps, seeds 0-2, test P@1 / P@5 0.2264 / 0.1081 -> 0.2268
-// / 0.1082, the work after the epochs 4.7 -> 3.6 s.
+// / 0.1082, the work after the epochs 4.7 -> 3.6 s. At Amazon-670K's catalogue shape (leaves of 32,
+// about 3.7 points a label) it gains nothing: 153.9 s against 149.2 s (benches/label_tree_scale.py).
 //
 // Each label is liblinear's problem and stopping rule, as solve_gathered's: a pass visits the
 // points in a random order, and a label has converged once its projected gradients over a pass
