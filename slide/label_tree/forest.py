@@ -90,17 +90,17 @@ class LabelForest:
                           ) -> np.ndarray:
         """float32: each (row of X, label) pair's log-probability down its whole path in each
         tree (`LabelTree.log_probabilities`), the trees' mean."""
-        total = self.trees[0].log_probabilities(X, rows, labels, threads=threads)
-        for tree in self.trees[1:]:
-            total = total + tree.log_probabilities(X, rows, labels, threads=threads)
-        return (total / np.float32(len(self.trees))).astype(np.float32)
+        return self._mean(LabelTree.log_probabilities, X, rows, labels, threads)
 
     def label_scores(self, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, *, threads: int = 1) -> np.ndarray:
         """float32: each (row of X, label) pair's score by the label's own classifier in each tree,
         the trees' mean."""
-        total = self.trees[0].label_scores(X, rows, labels, threads=threads)
+        return self._mean(LabelTree.label_scores, X, rows, labels, threads)
+
+    def _mean(self, per_tree, X: sp.csr_matrix, rows: np.ndarray, labels: np.ndarray, threads: int) -> np.ndarray:
+        total = per_tree(self.trees[0], X, rows, labels, threads=threads)
         for tree in self.trees[1:]:
-            total = total + tree.label_scores(X, rows, labels, threads=threads)
+            total = total + per_tree(tree, X, rows, labels, threads=threads)
         return (total / np.float32(len(self.trees))).astype(np.float32)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -126,7 +126,7 @@ class LabelForest:
             except ValueError as e:
                 raise ValueError(f"label tree {i}: {e}") from None
             i += 1
-        stray = sorted(name for name in a if not any(name == _prefix(j) + n for j in range(i) for n in names))
+        stray = sorted(set(a) - set(forest_array_names(i)))
         if stray:
             raise ValueError(f"arrays {stray[:5]} belong to no label tree 0-{i - 1}" if i else
                              f"arrays {stray[:5]} without label tree 0's")

@@ -117,9 +117,8 @@ class LabelTree:
                 "tree.weights.values", "tree.bias")
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {"tree.children": self.shape.children.ravel(), "tree.leaf_indptr": self.shape.leaf_indptr,
-                "tree.leaf_labels": self.shape.leaf_labels, "tree.weights.indptr": self.indptr,
-                "tree.weights.indices": self.indices, "tree.weights.values": self.values, "tree.bias": self.bias}
+        return dict(zip(self.array_names(), (self.shape.children.ravel(), self.shape.leaf_indptr,
+                                             self.shape.leaf_labels, self.indptr, self.indices, self.values, self.bias)))
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray], n_features: int, n_labels: int) -> "LabelTree":
