@@ -61,6 +61,22 @@ exact P@1/P@5 on each set's test split and training seconds at 2 threads.
   (374) 0.416 -> 0.428, Delicious (983) 0.673 / 0.572 -> 0.679 / 0.569; below it the re-ranker
   and the smaller training set cost P@1: Bibtex (159) 0.646 -> 0.635, TMC2007 (22) 0.716 ->
   0.710. On debian-tags a 2% hold-out picked noisy weights (0.801) and a 10% one gave 0.827.
+- From RERANK_MIN_LABELS labels, where weights are picked on held-out points, inputs of at least
+  WIDE_INPUTS features get the label tree in the dense tier too (leaves as above 8,192 labels):
+  its classifiers are linear in the raw features, which over a wide vocabulary keep word-level
+  evidence the 256-wide hidden layer folds away, and over a few hundred features add nothing the
+  network lacks. Slide with no flags -> with ``--label-tree 32``, test P@1 / P@5, means of seeds
+  0-4 on debian-tags (598 labels, 22,060 features), 0-2 elsewhere, by script at 2da44be:
+  debian-tags 0.8510 / 0.5040 in 3.8 s -> 0.8537 / 0.5049 in 5.4 s (omikuji 0.850 / 0.505 in
+  5.1 s). Outside the suite, debian-deps cut to its 1,000 most frequent labels (32,697 features):
+  0.8046 / 0.3971 in 7.7 s -> 0.8043 / 0.3987 in 10.4 s (omikuji 0.7977 / 0.3958 in 8.7 s);
+  debian-rdeps cut to its 3,000 most frequent labels (21,367 features): 0.4025 / 0.1790 ->
+  0.4077 / 0.1841 in 1.8 -> 2.3 s (omikuji 0.409 / 0.1774 in 2.6 s); the same with its 2,000
+  most frequent features only, 0.3812 / 0.1711 -> 0.3856 / 0.1727, and its 500, 0.3396 /
+  0.1518 -> 0.3383 / 0.1536. At 500 features the suite's sets lose with it (at 9a86eb4, seeds
+  0-4): Delicious 0.6913 / 0.5819 -> 0.6896 / 0.5814, Corel5k 0.4360 / 0.2679 -> 0.4304 /
+  0.2671. Below RERANK_MIN_LABELS no held-out points pick the tree's weight, and at a fixed one
+  it lost on Enron, TMC2007 and Birds (docs/benchmarks).
 - Both tiers keep the softmax (output_loss="softmax"). The decoupled softmax (output_loss=
   "decoupled", nn/output_loss.h: each label against the active set's negatives alone) makes the
   network alone far better, but the suite did not confirm it for slide with no flags. By script at
@@ -105,6 +121,7 @@ SMALL_EPOCHS = (2, 40)
 RERANK_SHORTLIST = 25  # the network's best labels the re-ranker re-scores (debian-deps: 25 scored as 50 did)
 RERANK_MIN_LABELS = 257  # from here on a dense-output run re-ranks too (Corel5k's 374 gained, Bibtex's 159 lost)
 RERANK_VALIDATION_SPLIT = 0.05  # what a dense-output run that re-ranks holds out to pick the weights
+WIDE_INPUTS = 1024  # from this many features a dense-output run that picks weights trains a label tree too
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[256], learning_rate=1e-2, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
@@ -153,6 +170,19 @@ def small_output_schedule(train_points: int) -> tuple[int, int]:
     return batch, epochs
 
 
+def _with_label_tree(preset: dict[str, Any], points_a_label: Optional[float]) -> tuple[dict[str, Any], str]:
+    """(`preset` with a label tree, what is trained after the epochs): the re-ranker and a tree of
+    leaves of LEAF_SIZE labels; below TREE_RESCORES_BELOW training points a label, a tree of leaves
+    of FEW_POINTS_LEAF_SIZE whose own classifiers re-score in the re-ranker's place (`fit_fusion`
+    then trains no re-ranker; ``rerank`` stays set, as the number of candidates they re-score)."""
+    if points_a_label is not None and points_a_label < TREE_RESCORES_BELOW:
+        return {**preset, "label_tree": FEW_POINTS_LEAF_SIZE}, (
+            f"a label tree of at most {FEW_POINTS_LEAF_SIZE} labels a leaf, whose own classifiers re-score in the "
+            f"re-ranker's place ({points_a_label:.1f} training points a label < {TREE_RESCORES_BELOW:g})")
+    return {**preset, "label_tree": LEAF_SIZE}, (f"a re-ranker of the network's {preset['rerank']} best labels and "
+                                                 f"a label tree of at most {LEAF_SIZE} labels a leaf")
+
+
 def preset_for_shape(n_features: int, n_labels: int, train_points: Optional[int] = None,
                      points_a_label: Optional[float] = None) -> tuple[dict[str, Any], str]:
     """(preset, why): the settings for a problem with this many features, labels and training
@@ -167,20 +197,17 @@ def preset_for_shape(n_features: int, n_labels: int, train_points: Optional[int]
         rerank = ""
         if n_labels >= RERANK_MIN_LABELS:
             p = {**p, "rerank": RERANK_SHORTLIST, "validation_split": RERANK_VALIDATION_SPLIT}
-            rerank = (f", then a re-ranker of the network's {RERANK_SHORTLIST} best labels, its weight picked on "
-                      f"{RERANK_VALIDATION_SPLIT:.0%} of the points held out")
+            rerank = f", then a re-ranker of the network's {RERANK_SHORTLIST} best labels, its weight"
+            if n_features >= WIDE_INPUTS:
+                p, after = _with_label_tree(p, points_a_label)
+                rerank = f", then {after} ({n_features:,} features >= {WIDE_INPUTS:,}), their weights"
+            rerank += f" picked on {RERANK_VALIDATION_SPLIT:.0%} of the points held out"
         return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, "
                    f"hidden {p['hidden'][0]}{_matmul(p)}, "
                    f"L2-normalised inputs, batch {p['batch_size']} for {p['epochs']} epochs "
                    f"(>= {STEPS_WANTED} steps where {SMALL_EPOCHS[1]} epochs allow) with a {p['lr_schedule']} learning rate from "
                    f"{p['learning_rate']:g}{rerank}")
-    p = LARGE_OUTPUT_PRESET
-    after = (f"a re-ranker of the network's {p['rerank']} best labels and a label tree of at most {p['label_tree']} "
-             "labels a leaf")
-    if points_a_label is not None and points_a_label < TREE_RESCORES_BELOW:
-        p = {**p, "label_tree": FEW_POINTS_LEAF_SIZE}
-        after = (f"a label tree of at most {p['label_tree']} labels a leaf, whose own classifiers re-score in the "
-                 f"re-ranker's place ({points_a_label:.1f} training points a label < {TREE_RESCORES_BELOW:g})")
+    p, after = _with_label_tree(LARGE_OUTPUT_PRESET, points_a_label)
     return p, (f"{n_labels:,} labels > {DENSE_OUTPUT_MAX:,}: LSH-sampled output in the batch-shared mode "
                f"(the batch's labels, its {p['lsh']['batch_active']:,} most frequent DWTA candidates, uniform "
                f"negatives up to {p['lsh']['min_active']:,}), hidden {p['hidden'][0]}{_matmul(p)}, "

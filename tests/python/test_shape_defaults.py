@@ -10,7 +10,7 @@ from slide.epoch_average import first_averaged_epoch
 from slide.label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
 from slide.prediction.methods import TREE_RESCORES_BELOW
 from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS, RERANK_SHORTLIST,
-                                  SMALL_OUTPUT_PRESET, preset_for_shape)
+                                  SMALL_OUTPUT_PRESET, WIDE_INPUTS, preset_for_shape)
 
 
 @pytest.mark.parametrize("labels, preset", [(159, SMALL_OUTPUT_PRESET), (DENSE_OUTPUT_MAX, SMALL_OUTPUT_PRESET),
@@ -98,6 +98,50 @@ def test_few_points_a_label_get_leaves_of_100_where_the_tree_re_scores_in_the_re
     assert ("a re-ranker of the network's" in why) == (leaves == LEAF_SIZE)
     assert not preset_for_shape(1000, 5_000, 10_000, points_a_label)[0].get("label_tree")
 
+
+
+@pytest.mark.parametrize("features, labels, points_a_label, leaves", [
+    (WIDE_INPUTS, RERANK_MIN_LABELS, 140.0, LEAF_SIZE), (22_060, 598, None, LEAF_SIZE),
+    (22_060, 598, 2.0, FEW_POINTS_LEAF_SIZE), (WIDE_INPUTS - 1, 598, 140.0, None), (500, 983, 300.0, None),
+    (22_060, RERANK_MIN_LABELS - 1, 140.0, None), (22_060, DENSE_OUTPUT_MAX, 140.0, LEAF_SIZE)])
+def test_wide_inputs_get_the_label_tree_in_the_dense_tier_where_weights_are_picked(features, labels, points_a_label,
+                                                                                    leaves):
+    """From RERANK_MIN_LABELS labels (held-out points pick the weights) and WIDE_INPUTS features
+    (debian-tags' 22,060 gained, Delicious' and Corel5k's 500 lost), the dense tier trains the
+    tree too, its leaves by the same rule as above 8,192 labels."""
+    picked, why = preset_for_shape(features, labels, 20_000, points_a_label)
+    assert picked.get("dense") and picked.get("label_tree") == leaves
+    if leaves is None:
+        assert "label tree" not in why
+        return
+    assert picked["rerank"] == RERANK_SHORTLIST and picked["validation_split"] > 0
+    assert f"a label tree of at most {leaves} labels a leaf" in why
+    assert f"({features:,} features >= {WIDE_INPUTS:,}), their weights picked on 5% of the points held out" in why
+    assert ("own classifiers re-score in the re-ranker's place" in why) == (leaves == FEW_POINTS_LEAF_SIZE)
+
+
+def test_cli_trains_the_label_tree_beside_a_dense_output_over_wide_inputs(tmp_path, capsys):
+    import numpy as np
+    import scipy.sparse as sp
+    from slide.cli import main
+    from slide.datasets import write_xc
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 300, size=400)
+    words = (labels[:, None] * 4 + rng.integers(0, 4, size=(400, 6))) % (WIDE_INPUTS + 76)
+    X = sp.csr_matrix((np.ones(words.size, np.float32), (np.repeat(np.arange(400), 6), words.ravel())),
+                      shape=(400, WIDE_INPUTS + 76))
+    Y = sp.csr_matrix((np.ones(400, np.float32), (np.arange(400), labels)), shape=(400, 300))
+    write_xc(tmp_path / "train.txt", X[:340], Y[:340])
+    write_xc(tmp_path / "test.txt", X[340:], Y[340:])
+    code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
+                 "--out", str(tmp_path / "run"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "300 labels <= 8,192: dense output" in out and "(1,100 features >= 1,024)" in out
+    saved = Network.load(tmp_path / "run" / "model.npz")
+    assert saved.mode == "dense" and saved.tree is not None and saved.label_tree > 0
+    assert "label tree" in out.split("after the last epoch:")[1].split("\n")[0]
 
 def test_the_cli_counts_the_training_points_a_label(tmp_path):
     """What `slide train` hands the shape's preset: the mean points a label over the labels that
