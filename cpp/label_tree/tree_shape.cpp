@@ -13,46 +13,76 @@ namespace slide {
 
 namespace {
 
-// A thread's two dense centroids over the features, zeroed after each use only where touched:
-// a small node's labels use a few thousand of the features.
-struct Centroids {
-  std::vector<float> left, right;
+// A dense vector over the features, zeroed after each use only where touched: a small node's
+// labels use a few thousand of the features.
+struct SparseDense {
+  std::vector<float> value;
   std::vector<std::int32_t> touched;
   std::vector<std::uint8_t> is_touched;
-  std::vector<float> nearer;                          // similarity to the left minus to the right
-  std::vector<std::pair<float, float>> similarity;  // to the left and to the right centroid
-  std::vector<std::int64_t> order;
 
-  explicit Centroids(std::int64_t features)
-      : left(static_cast<std::size_t>(features), 0.0f), right(static_cast<std::size_t>(features), 0.0f),
-        is_touched(static_cast<std::size_t>(features), 0) {}
+  explicit SparseDense(std::int64_t features)
+      : value(static_cast<std::size_t>(features), 0.0f), is_touched(static_cast<std::size_t>(features), 0) {}
 
   void clear() {
     for (const std::int32_t f : touched) {
-      left[static_cast<std::size_t>(f)] = right[static_cast<std::size_t>(f)] = 0.0f;
+      value[static_cast<std::size_t>(f)] = 0.0f;
       is_touched[static_cast<std::size_t>(f)] = 0;
     }
     touched.clear();
   }
 
-  void add(const CsrFloat& v, std::int64_t label, std::vector<float>& to) {
+  void add(const CsrFloat& v, std::int64_t label) {
     for (std::int64_t j = v.indptr[label]; j < v.indptr[label + 1]; ++j) {
       const auto f = static_cast<std::size_t>(v.indices[j]);
       if (!is_touched[f]) {
         is_touched[f] = 1;
         touched.push_back(v.indices[j]);
       }
-      to[f] += v.data[j];
+      value[f] += v.data[j];
     }
   }
 
+  double dot(const SparseDense& other) const {
+    double sum = 0.0;
+    for (const std::int32_t f : touched)
+      sum += static_cast<double>(value[static_cast<std::size_t>(f)]) * other.value[static_cast<std::size_t>(f)];
+    return sum;
+  }
+
   void normalise() {
-    for (std::vector<float>* c : {&left, &right}) {
-      double norm = 0.0;
-      for (const std::int32_t f : touched) norm += static_cast<double>((*c)[static_cast<std::size_t>(f)]) *
-                                                   (*c)[static_cast<std::size_t>(f)];
-      const float scale = norm > 0.0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
-      for (const std::int32_t f : touched) (*c)[static_cast<std::size_t>(f)] *= scale;
+    const double norm = dot(*this);
+    const float scale = norm > 0.0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
+    for (const std::int32_t f : touched) value[static_cast<std::size_t>(f)] *= scale;
+  }
+};
+
+// A thread's scratch for splitting: the two halves' centroids, the sums that become the next
+// ones, and the centroids' difference, which ranks the labels.
+struct Centroids {
+  SparseDense left, right, next_left, next_right, difference;
+  std::vector<float> nearer;  // similarity to the left minus to the right
+  std::vector<std::int64_t> order;
+  std::vector<std::uint8_t> goes_left;
+
+  explicit Centroids(std::int64_t features)
+      : left(features), right(features), next_left(features), next_right(features), difference(features) {}
+
+  void clear() {
+    for (SparseDense* c : {&left, &right, &next_left, &next_right, &difference}) c->clear();
+  }
+
+  // difference = left - right, over the features either touches
+  void subtract() {
+    difference.clear();
+    for (const SparseDense* c : {&left, &right}) {
+      for (const std::int32_t f : c->touched) {
+        const auto i = static_cast<std::size_t>(f);
+        if (!difference.is_touched[i]) {
+          difference.is_touched[i] = 1;
+          difference.touched.push_back(f);
+          difference.value[i] = left.value[i] - right.value[i];
+        }
+      }
     }
   }
 };
@@ -67,48 +97,54 @@ void split(const CsrFloat& v, std::vector<std::int64_t>& labels, const TwoMeansS
   const std::int64_t first = rng.below(static_cast<std::uint32_t>(n));
   std::int64_t second = rng.below(static_cast<std::uint32_t>(n - 1));
   if (second >= first) ++second;
-  c.add(v, labels[static_cast<std::size_t>(first)], c.left);
-  c.add(v, labels[static_cast<std::size_t>(second)], c.right);
+  c.left.add(v, labels[static_cast<std::size_t>(first)]);
+  c.right.add(v, labels[static_cast<std::size_t>(second)]);
   c.nearer.resize(static_cast<std::size_t>(n));
-  c.similarity.resize(static_cast<std::size_t>(n));
   c.order.resize(static_cast<std::size_t>(n));
+  c.goes_left.resize(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> reordered(static_cast<std::size_t>(n));
   double previous = -std::numeric_limits<double>::infinity();
   for (int iteration = 0; iteration < s.max_iterations; ++iteration) {
+    // One product a label with the centroids' difference ranks it (v.left - v.right), where two
+    // products, one with each centroid, cost twice the reads.
+    c.subtract();
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t label = labels[static_cast<std::size_t>(i)];
-      float to_left = 0.0f, to_right = 0.0f;
-      for (std::int64_t j = v.indptr[label]; j < v.indptr[label + 1]; ++j) {
-        const auto f = static_cast<std::size_t>(v.indices[j]);
-        to_left += v.data[j] * c.left[f];
-        to_right += v.data[j] * c.right[f];
-      }
-      c.nearer[static_cast<std::size_t>(i)] = to_left - to_right;
-      c.similarity[static_cast<std::size_t>(i)] = {to_left, to_right};
+      float nearer = 0.0f;
+      for (std::int64_t j = v.indptr[label]; j < v.indptr[label + 1]; ++j)
+        nearer += v.data[j] * c.difference.value[static_cast<std::size_t>(v.indices[j])];
+      c.nearer[static_cast<std::size_t>(i)] = nearer;
     }
+    // The halves need the median, not an order: nth_element finds it (ties by position, so the
+    // halves do not depend on its implementation), and each half keeps the labels' order before.
     std::iota(c.order.begin(), c.order.end(), std::int64_t{0});
-    // ties by position, so that the split does not depend on the sort's implementation
-    std::sort(c.order.begin(), c.order.end(), [&](std::int64_t a, std::int64_t b) {
+    std::nth_element(c.order.begin(), c.order.begin() + half, c.order.end(), [&](std::int64_t a, std::int64_t b) {
       const float da = c.nearer[static_cast<std::size_t>(a)], db = c.nearer[static_cast<std::size_t>(b)];
       return da > db || (da == db && a < b);
     });
+    std::fill(c.goes_left.begin(), c.goes_left.end(), std::uint8_t{0});
+    for (std::int64_t i = 0; i < half; ++i) c.goes_left[static_cast<std::size_t>(c.order[static_cast<std::size_t>(i)])] = 1;
+    std::int64_t to_left = 0, to_right = half;
+    for (std::int64_t i = 0; i < n; ++i)
+      reordered[static_cast<std::size_t>(c.goes_left[static_cast<std::size_t>(i)] ? to_left++ : to_right++)] =
+          labels[static_cast<std::size_t>(i)];
+    labels.swap(reordered);
+    if (iteration + 1 == s.max_iterations) break;  // no next centroids, so no objective to stop on
+    for (std::int64_t i = 0; i < n; ++i) (i < half ? c.next_left : c.next_right).add(v, labels[static_cast<std::size_t>(i)]);
     // k-means' objective, each label's similarity to the centroid of its side: the assignment and
     // the centroids' update each raise it, so it stops rising only where the split has settled
     // (the difference of the two similarities, which the ranking uses, need not rise, and stopping
-    // on it left groups of labels that share no feature under one node).
-    double objective = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const auto& [to_left, to_right] = c.similarity[static_cast<std::size_t>(c.order[static_cast<std::size_t>(i)])];
-      objective += i < half ? to_left : to_right;
-    }
-    std::vector<std::int64_t> reordered(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i)
-      reordered[static_cast<std::size_t>(i)] = labels[static_cast<std::size_t>(c.order[static_cast<std::size_t>(i)])];
-    labels.swap(reordered);
+    // on it left groups of labels that share no feature under one node). Summed over a side it is
+    // the side's sum of vectors (the next centroid before scaling) times the side's centroid.
+    const double objective = c.next_left.dot(c.left) + c.next_right.dot(c.right);
     if (objective - previous <= s.tolerance * std::fabs(objective)) break;
     previous = objective;
-    c.clear();
-    for (std::int64_t i = 0; i < n; ++i) c.add(v, labels[static_cast<std::size_t>(i)], i < half ? c.left : c.right);
-    c.normalise();
+    std::swap(c.left, c.next_left);
+    std::swap(c.right, c.next_right);
+    c.next_left.clear();
+    c.next_right.clear();
+    c.left.normalise();
+    c.right.normalise();
   }
   c.clear();
 }
