@@ -174,10 +174,34 @@ def best_table(n: int, k: int, rows: np.ndarray, items: np.ndarray, scores: np.n
 
 
 def best_per_row(rows: np.ndarray, items: np.ndarray, scores: np.ndarray, keep: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The `keep` best (item, score) of each row, rows ascending and best first within a row."""
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The `keep` best (item, score) of each row, rows ascending and best first within a row
+    (equal scores in the order given)."""
+    candidates = _at_least_kth(rows, scores, keep)
+    if candidates is not None:
+        rows, items, scores = rows[candidates], items[candidates], scores[candidates]
     order = np.lexsort((-scores, rows))
     rows, items, scores = rows[order], items[order], scores[order]
     rank = np.arange(rows.size) - np.searchsorted(rows, rows)
     kept = rank < keep
     return rows[kept], items[kept], scores[kept]
+
+
+def _at_least_kth(rows: np.ndarray, scores: np.ndarray, keep: int) -> Optional[np.ndarray]:
+    """Where each row's score is at least its `keep`-th best (every pair of a row with fewer):
+    all that `best_per_row` needs to sort, found by a partition of a rows x pairs table in linear
+    time. The beam's leaves give each test point up to 1,000 labels for 10 kept, and sorting
+    them all was most of a prediction's beam search (debian-rdeps' 6,535 test points: 1.7 s of
+    lexsort in 3.6 s). None where there is nothing to gain or the table would be sparse."""
+    if rows.size <= 4 * keep or keep < 1:
+        return None
+    counts = np.bincount(rows)
+    widest = int(counts.max())
+    if widest <= keep or counts.size * widest > 4 * rows.size:
+        return None
+    order = np.argsort(rows, kind="stable")
+    starts = np.cumsum(counts) - counts
+    table = np.full((counts.size, widest), -np.inf, scores.dtype)
+    table[rows[order], np.arange(rows.size) - starts[rows[order]]] = scores[order]
+    kth = -np.partition(-table, keep - 1, axis=1)[:, keep - 1]
+    return np.flatnonzero(~(scores < kth[rows]))  # NaN scores stay, for the sort to place as it did

@@ -483,3 +483,33 @@ def test_at_vote_weight_0_the_neighbours_labels_stay_candidates_beside_a_tree_as
     net.fit(train.X, train.Y, epochs=1, batch_size=64, progress=False)
     net.neighbour_weight = 0.0
     assert net.composed().memory is net.memory and net.composed().tree is net.tree
+
+
+def _best_per_row_by_sorting_everything(rows, items, scores, keep):
+    order = np.lexsort((-scores, rows))
+    rows, items, scores = rows[order], items[order], scores[order]
+    kept = np.arange(rows.size) - np.searchsorted(rows, rows) < keep
+    return rows[kept], items[kept], scores[kept]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("keep", [1, 3, 10, 25])
+def test_the_beams_top_per_row_is_a_full_sorts_with_ties_in_the_order_given(seed, keep):
+    """best_per_row partitions a rows x pairs table to find each row's keep-th score before it
+    sorts; it must pick what sorting every pair picks, equal scores (a leaf's labels whose weights
+    were all dropped score their bias alone) in the order given, -inf and NaN scores included."""
+    from slide.label_tree.tree import best_per_row
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    rows = np.repeat(np.arange(n), rng.integers(0, 120, size=n))
+    rows = rows[rng.permutation(rows.size)] if seed % 2 else rows  # in row order (the beam's) or not
+    dtype = np.float32 if seed < 4 else np.float64
+    scores = rng.integers(-8, 0, size=rows.size).astype(dtype) / 4  # many ties
+    scores[rng.random(rows.size) < 0.02] = -np.inf
+    if seed == 5:
+        scores[rng.random(rows.size) < 0.01] = np.nan
+    items = rng.permutation(rows.size).astype(np.int32)
+    got = best_per_row(rows, items, scores, keep)
+    for a, b in zip(got, _best_per_row_by_sorting_everything(rows, items, scores, keep)):
+        np.testing.assert_array_equal(a, b)
