@@ -110,7 +110,7 @@ from typing import Any, Optional
 
 from .datasets.registry import BATCH_PRESET, SLIDE_PRESET
 from .epoch_average import first_averaged_epoch
-from .label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
+from .label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
 from .prediction.methods import TREE_RESCORES_BELOW
 
 DENSE_OUTPUT_MAX = 8192
@@ -172,13 +172,14 @@ def small_output_schedule(train_points: int) -> tuple[int, int]:
 
 def _with_label_tree(preset: dict[str, Any], points_a_label: Optional[float]) -> tuple[dict[str, Any], str]:
     """(`preset` with a label tree, what is trained after the epochs): the re-ranker and a tree of
-    leaves of LEAF_SIZE labels; below TREE_RESCORES_BELOW training points a label, a tree of leaves
-    of FEW_POINTS_LEAF_SIZE whose own classifiers re-score in the re-ranker's place (`fit_fusion`
-    then trains no re-ranker; ``rerank`` stays set, as the number of candidates they re-score)."""
+    leaves of LEAF_SIZE labels; below TREE_RESCORES_BELOW training points a label, FEW_POINTS_TREES
+    trees averaged, of leaves of FEW_POINTS_LEAF_SIZE, whose own classifiers re-score in the
+    re-ranker's place (`fit_fusion` then trains no re-ranker; ``rerank`` stays set)."""
     if points_a_label is not None and points_a_label < TREE_RESCORES_BELOW:
-        return {**preset, "label_tree": FEW_POINTS_LEAF_SIZE}, (
-            f"a label tree of at most {FEW_POINTS_LEAF_SIZE} labels a leaf, whose own classifiers re-score in the "
-            f"re-ranker's place ({points_a_label:.1f} training points a label < {TREE_RESCORES_BELOW:g})")
+        return {**preset, "label_tree": FEW_POINTS_LEAF_SIZE, "label_trees": FEW_POINTS_TREES}, (
+            f"{FEW_POINTS_TREES} label trees averaged, of at most {FEW_POINTS_LEAF_SIZE} labels a leaf, whose own "
+            f"classifiers re-score in the re-ranker's place ({points_a_label:.1f} training points a label < "
+            f"{TREE_RESCORES_BELOW:g})")
     return {**preset, "label_tree": LEAF_SIZE}, (f"a re-ranker of the network's {preset['rerank']} best labels and "
                                                  f"a label tree of at most {LEAF_SIZE} labels a leaf")
 

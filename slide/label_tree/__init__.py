@@ -2,8 +2,8 @@
 averaged over several seeds (`LabelForest`)."""
 
 from .clustering import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
-from .forest import LabelForest, forest_array_names
+from .forest import FEW_POINTS_TREES, LabelForest, forest_array_names
 from .shape import TreeShape
 from .tree import BEAM, LabelTree
 
-__all__ = ["BEAM", "FEW_POINTS_LEAF_SIZE", "LEAF_SIZE", "LabelForest", "LabelTree", "TreeShape", "forest_array_names"]
+__all__ = ["BEAM", "FEW_POINTS_LEAF_SIZE", "FEW_POINTS_TREES", "LEAF_SIZE", "LabelForest", "LabelTree", "TreeShape", "forest_array_names"]

@@ -3,12 +3,16 @@ over the same label vectors, so each groups the labels a little differently and 
 other labels. Their beams' candidates join, and a label's log-probability and its per-label
 classifiers' score are the trees' means.
 
-On debian-rdeps (57,489 labels, 3.8 training points a label) a second tree beside slide's network,
-vote and first tree, the weights picked again on the held-out points, seeds 0-5, test P@1 / P@5:
-0.2268 / 0.1084 with one tree, 0.2260 / 0.1105 with two (P@5 up on every seed; by script). A tree
-takes 2.3 s there (its shape 0.7 s, its classifiers 1.4 s), and the weights' pick 0.6 s more:
-`slide train` with ``--label-trees 2``, seeds 0-2, trained in 15.8-16.1 s where one tree took
-12.0-12.4 s and omikuji 10.3 s, past the suite's 1.5x, so no preset picks two (docs/benchmarks)."""
+Where the labels have so few points that the trees' own classifiers re-score the candidates in the
+re-ranker's place (slide.prediction.methods.TREE_RESCORES_BELOW), the shape's preset averages
+FEW_POINTS_TREES trees: each label's score is then the mean of two classifiers trained on different
+leaves' points. Slide with no flags -> ``--label-trees 2``, test P@1 / P@5, by script (seeds 0-2):
+debian-rdeps (57,489 labels, 3.8 points a label) 0.2262 / 0.1085 in 10.1 s -> 0.2267 / 0.1096 in
+12.0 s after 20da44a (omikuji's three trees 0.2275 / 0.1090 in 8.4 s that day), and 0.2265 / 0.1083
+-> 0.2256 / 0.1093 in 12.0-12.4 -> 15.8-16.1 s before the cheaper shape and beam; debian-deps cut
+to its first 8,000 training points (4.3 a label) 0.4417 / 0.2184 -> 0.4460 / 0.2201 in 3.4 -> 3.9 s,
+debian-deps-by-source cut so 0.4541 / 0.2167 -> 0.4538 / 0.2177. Where a re-ranker re-scores, a
+second tree only adds its log-probability and candidates, and the time is the re-ranker's."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from ..datasets.synthetic import unit_rows
 from .clustering import LEAF_SIZE, label_vectors
 from .tree import BEAM, LabelTree, best_table
 
+FEW_POINTS_TREES = 2  # trees averaged where their classifiers re-score in the re-ranker's place
 # Tree i > 0 is split from seed + i x this (mod 2^64): far apart, whatever seeds a user picks.
 _SEED_STEP = 0x9E3779B97F4A7C15
 

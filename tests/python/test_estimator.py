@@ -87,13 +87,15 @@ def test_many_labels_judge_epochs_as_the_cli_does():
 
 def test_few_points_a_label_pick_the_trees_leaves_as_the_cli_does(monkeypatch):
     """The estimator counts y's points a label and hands them to the shape's preset, as `slide
-    train` does: below 5 a label, leaves of 100; a label_tree given stays."""
+    train` does: below 5 a label, two trees of leaves of 100; a label_tree given stays."""
     from slide import estimator
-    from slide.label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
+    from slide.label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
 
     net, _ = SlideClassifier(threads=1)._settings(100, 10_000, 5_000, 2.0)
-    assert net["label_tree"] == FEW_POINTS_LEAF_SIZE
-    assert SlideClassifier(threads=1)._settings(100, 10_000, 5_000, 7.0)[0]["label_tree"] == LEAF_SIZE
+    assert net["label_tree"] == FEW_POINTS_LEAF_SIZE and net["label_trees"] == FEW_POINTS_TREES
+    more, _ = SlideClassifier(threads=1)._settings(100, 10_000, 5_000, 7.0)
+    assert more["label_tree"] == LEAF_SIZE and more["label_trees"] == 1
+    assert SlideClassifier(threads=1, label_trees=3)._settings(100, 10_000, 5_000, 2.0)[0]["label_trees"] == 3
     assert SlideClassifier(threads=1, label_tree=7)._settings(100, 10_000, 5_000, 2.0)[0]["label_tree"] == 7
     seen = []
     original = estimator.preset_for_shape

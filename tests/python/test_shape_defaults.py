@@ -7,7 +7,7 @@ import pytest
 
 from slide import Network
 from slide.epoch_average import first_averaged_epoch
-from slide.label_tree import FEW_POINTS_LEAF_SIZE, LEAF_SIZE
+from slide.label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
 from slide.prediction.methods import TREE_RESCORES_BELOW
 from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS, RERANK_SHORTLIST,
                                   SMALL_OUTPUT_PRESET, WIDE_INPUTS, preset_for_shape)
@@ -61,23 +61,25 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     assert config["monitor"] == LARGE_OUTPUT_PRESET["monitor"] == "nDCG@5"
     assert config["network"]["learning_rate"] == LARGE_OUTPUT_PRESET["learning_rate"]
     assert config["network"]["rerank"] == LARGE_OUTPUT_PRESET["rerank"] > 0
-    # 250 points over 9,000 labels: few points a label, so leaves of 100 (FEW_POINTS_LEAF_SIZE)
+    # 250 points over 9,000 labels: few points a label, so two trees (FEW_POINTS_TREES) with leaves
+    # of 100 (FEW_POINTS_LEAF_SIZE)
     assert config["network"]["label_tree"] == FEW_POINTS_LEAF_SIZE != LARGE_OUTPUT_PRESET["label_tree"]
-    assert ("then a label tree of at most 100 labels a leaf, whose own classifiers re-score in the re-ranker's "
-            "place (1.1 training points a label < 5)") in out
+    assert config["network"]["label_trees"] == FEW_POINTS_TREES == 2
+    assert ("then 2 label trees averaged, of at most 100 labels a leaf, whose own classifiers re-score in the "
+            "re-ranker's place (1.1 training points a label < 5)") in out
     assert config["network"]["output_loss"] == "softmax"  # the suite did not confirm the decoupled loss
     assert "validation nDCG@5 " in out.split("epoch 1:")[1]  # the epoch judged by the preset's monitor
     # Between the last epoch and the test, the run says what it is doing and then what it took.
     assert ("after the last epoch: keeping the training points for the vote; training the re-ranker (each "
             "label's squared hinge solved on each point's 100 best labels by the network, found by a scan of its "
-            "9,000 outputs with BF16 products where the CPU has AVX-512 BF16); training a label tree (at most 100 "
-            "labels a leaf; where the labels have fewer than 5 points each, its classifiers re-score in the "
-            "re-ranker's place)") in out
+            "9,000 outputs with BF16 products where the CPU has AVX-512 BF16); training 2 label trees, averaged (at "
+            "most 100 labels a leaf; where the labels have fewer than 5 points each, their classifiers re-score in "
+            "the re-ranker's place)") in out
     assert "vote and re-ranker" in out.split("time: ")[1]
     # 250 points over 9,000 labels: few points a label, so the tree's classifiers re-score in the
     # re-ranker's place (slide.prediction.methods.TREE_RESCORES_BELOW)
     saved = Network.load(tmp_path / "run" / "model.npz")
-    assert saved.reranker is None and saved.tree is not None
+    assert saved.reranker is None and saved.tree is not None and len(saved.tree.trees) == 2
     assert "predictions re-score each candidate with the label tree's per-label classifiers" in out
     assert "predictions add the label tree's log-probability" in out
 
@@ -93,7 +95,10 @@ def test_few_points_a_label_get_leaves_of_100_where_the_tree_re_scores_in_the_re
     whose label counts are not known (a stream) keeps 32. Below 8,192 labels there is no tree."""
     picked, why = preset_for_shape(1000, 50_000, 10_000, points_a_label)
     assert picked["label_tree"] == leaves and picked["rerank"] == RERANK_SHORTLIST
-    assert f"a label tree of at most {leaves} labels a leaf" in why
+    few = leaves == FEW_POINTS_LEAF_SIZE
+    assert picked.get("label_trees", 1) == (FEW_POINTS_TREES if few else 1)
+    assert (f"{FEW_POINTS_TREES} label trees averaged, of at most {leaves} labels a leaf" if few else
+            f"a label tree of at most {leaves} labels a leaf") in why
     assert ("own classifiers re-score in the re-ranker's place" in why) == (leaves == FEW_POINTS_LEAF_SIZE)
     assert ("a re-ranker of the network's" in why) == (leaves == LEAF_SIZE)
     assert not preset_for_shape(1000, 5_000, 10_000, points_a_label)[0].get("label_tree")
@@ -115,7 +120,8 @@ def test_wide_inputs_get_the_label_tree_in_the_dense_tier_where_weights_are_pick
         assert "label tree" not in why
         return
     assert picked["rerank"] == RERANK_SHORTLIST and picked["validation_split"] > 0
-    assert f"a label tree of at most {leaves} labels a leaf" in why
+    assert (f"{FEW_POINTS_TREES} label trees averaged, of at most {leaves} labels a leaf"
+            if leaves == FEW_POINTS_LEAF_SIZE else f"a label tree of at most {leaves} labels a leaf") in why
     assert f"({features:,} features >= {WIDE_INPUTS:,}), their weights picked on 5% of the points held out" in why
     assert ("own classifiers re-score in the re-ranker's place" in why) == (leaves == FEW_POINTS_LEAF_SIZE)
 
