@@ -104,7 +104,6 @@ def test_few_points_a_label_get_leaves_of_100_where_the_tree_re_scores_in_the_re
     assert not preset_for_shape(1000, 5_000, 10_000, points_a_label)[0].get("label_tree")
 
 
-
 @pytest.mark.parametrize("features, labels, points_a_label, leaves", [
     (WIDE_INPUTS, RERANK_MIN_LABELS, 140.0, LEAF_SIZE), (22_060, 598, None, LEAF_SIZE),
     (22_060, 598, 2.0, FEW_POINTS_LEAF_SIZE), (WIDE_INPUTS - 1, 598, 140.0, None), (500, 983, 300.0, None),
@@ -148,6 +147,7 @@ def test_cli_trains_the_label_tree_beside_a_dense_output_over_wide_inputs(tmp_pa
     saved = Network.load(tmp_path / "run" / "model.npz")
     assert saved.mode == "dense" and saved.tree is not None and saved.label_tree > 0
     assert "label tree" in out.split("after the last epoch:")[1].split("\n")[0]
+
 
 def test_the_cli_counts_the_training_points_a_label(tmp_path):
     """What `slide train` hands the shape's preset: the mean points a label over the labels that
