@@ -2,9 +2,10 @@
 (BF16 inputs, fp32 sums) at the shapes the engine calls them with, in multiply-adds per second.
 Each level's products are checked against float64 on the same inputs.
 
-    python -m benches.gemm_levels [--repeats 20]
+    python -m benches.gemm_levels [--repeats 20] [--out FILE]
 
-Writes benches/results/gemm_levels.json.
+Writes benches/results/gemm_levels.json (or FILE: a host whose levels differ from the one the
+docs' table comes from keeps its own record beside it).
 
 Shapes (m x n x k, C = A B): the exact scan's slices (512 output rows x 128 samples x hidden 128),
 a batch's logits over a chunk of its shared active set (256 x 512 x 128), the gradient to the
@@ -67,6 +68,7 @@ def measure(level: str, m: int, n: int, k: int, repeats: int, bf16: bool) -> dic
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--out", type=Path, default=RESULTS / "gemm_levels.json")
     args = ap.parse_args()
     import slide
     from slide import _core
@@ -86,8 +88,8 @@ def main() -> int:
     report = {"benchmark": "gemm_levels", "environment": describe(1), "repeats": args.repeats,
               "chosen_level": slide.simd_level(), "bf16_matmul_native": bool(_core.bf16_matmul_native()),
               "results": rows}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "gemm_levels.json").write_text(json.dumps(report, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 
