@@ -164,3 +164,30 @@ def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
     extra = f"{result['set']}, each command timed whole (loading, training, re-ranker, final evaluation), one run each"
     return source(name, result, threads=False, extra=extra) + "\n\n" + table(
         ["run", "P@1", "P@3", "P@5", "wall time", "of it after the last epoch (vote, re-ranker, weights)"], rows)
+
+
+def real_suite_host(before: dict, after: dict, names: tuple[str, str] = ("real_suite_avx2_before.json",
+                                                                          "real_suite_avx2.json")) -> str:
+    """The real suite's large sets on one more host, at two commits (each run from a clean
+    checkout, one round): a method's training seconds against the best tree method's in the
+    same run, and its accuracy."""
+    def best_tree(methods: dict) -> float:
+        return min(methods[m]["train_seconds"] for m in ("omikuji", "napkinxc") if m in methods)
+
+    rows = []
+    for set_name, entry in after["sets"].items():
+        then = before["sets"].get(set_name, {}).get("methods", {})
+        for i, (method, r) in enumerate(entry["methods"].items()):
+            was = then.get(method)
+            old = (f"{fixed(was['train_seconds'], 1)} s ({ratio(was['train_seconds'] / best_tree(then))}), "
+                   f"{was['P@1']:.4f} / {was['P@5']:.4f}") if was else ""
+            new = (f"{fixed(r['train_seconds'], 1)} s ({ratio(r['train_seconds'] / best_tree(entry['methods']))}), "
+                   f"{r['P@1']:.4f} / {r['P@5']:.4f}")
+            rows.append([set_name if i == 0 else "", method, old, new])
+    cpu = after["environment"].get("cpu", {}).get("model", "this CPU")
+    extra = (f"{cpu}; training seconds (against the faster "
+             f"tree method's in the same run), P@1 / P@5; one round at seed {after['seed']}, the earlier run "
+             f"`{names[0]}` at commit {before['environment']['commit'][:10]}")
+    return source(names[1], after, extra=extra) + "\n\n" + table(
+        ["set", "method", f"at {before['environment']['commit'][:7]}", f"at {after['environment']['commit'][:7]}"],
+        rows)
