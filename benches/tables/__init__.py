@@ -49,7 +49,8 @@ BLOCKS: dict[str, Block] = {
     # accuracy on real and realistic data
     "real_suite": _one("real_suite.json", accuracy.real_suite),
     "real_suite_decoupled": _one("real_suite_decoupled.json", accuracy.real_suite),
-    "real_suite_avx2": Block(("real_suite_avx2_before.json", "real_suite_avx2.json"), accuracy.real_suite_host),
+    "real_suite_avx2": Block(("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json", "real_suite_avx2.json"),
+                             accuracy.real_suite_host),
     "xc_real": _one("xc_real.json", accuracy.xc_real),
     "xc_real_published": _one("xc_real.json", accuracy.xc_real_published),
     "neighbours": _one("neighbours.json", accuracy.neighbours),

@@ -166,28 +166,28 @@ def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
         ["run", "P@1", "P@3", "P@5", "wall time", "of it after the last epoch (vote, re-ranker, weights)"], rows)
 
 
-def real_suite_host(before: dict, after: dict, names: tuple[str, str] = ("real_suite_avx2_before.json",
-                                                                          "real_suite_avx2.json")) -> str:
-    """The real suite's large sets on one more host, at two commits (each run from a clean
-    checkout, one round): a method's training seconds against the best tree method's in the
-    same run, and its accuracy."""
+def real_suite_host(*runs: dict, names: tuple[str, ...] = ("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json",
+                                                           "real_suite_avx2.json")) -> str:
+    """The real suite's large sets on one more host, one column per run (each from a clean
+    checkout, one round; the last run names the sets): a method's training seconds against the
+    faster tree method's in the same run, and its accuracy."""
     def best_tree(methods: dict) -> float:
         return min(methods[m]["train_seconds"] for m in ("omikuji", "napkinxc") if m in methods)
 
+    def cell(methods: dict, method: str) -> str:
+        r = methods.get(method)
+        return (f"{fixed(r['train_seconds'], 1)} s ({ratio(r['train_seconds'] / best_tree(methods))}), "
+                f"{r['P@1']:.4f} / {r['P@5']:.4f}") if r else ""
+
+    last = runs[-1]
     rows = []
-    for set_name, entry in after["sets"].items():
-        then = before["sets"].get(set_name, {}).get("methods", {})
-        for i, (method, r) in enumerate(entry["methods"].items()):
-            was = then.get(method)
-            old = (f"{fixed(was['train_seconds'], 1)} s ({ratio(was['train_seconds'] / best_tree(then))}), "
-                   f"{was['P@1']:.4f} / {was['P@5']:.4f}") if was else ""
-            new = (f"{fixed(r['train_seconds'], 1)} s ({ratio(r['train_seconds'] / best_tree(entry['methods']))}), "
-                   f"{r['P@1']:.4f} / {r['P@5']:.4f}")
-            rows.append([set_name if i == 0 else "", method, old, new])
-    cpu = after["environment"].get("cpu", {}).get("model", "this CPU")
-    extra = (f"{cpu}; training seconds (against the faster "
-             f"tree method's in the same run), P@1 / P@5; one round at seed {after['seed']}, the earlier run "
-             f"`{names[0]}` at commit {before['environment']['commit'][:10]}")
-    return source(names[1], after, extra=extra) + "\n\n" + table(
-        ["set", "method", f"at {before['environment']['commit'][:7]}", f"at {after['environment']['commit'][:7]}"],
-        rows)
+    for set_name, entry in last["sets"].items():
+        for i, method in enumerate(entry["methods"]):
+            rows.append([set_name if i == 0 else "", method,
+                         *(cell(run["sets"].get(set_name, {}).get("methods", {}), method) for run in runs)])
+    cpu = last["environment"].get("cpu", {}).get("model", "this CPU")
+    earlier = ", ".join(f"`{name}` at {run['environment']['commit'][:10]}" for name, run in zip(names, runs[:-1]))
+    extra = (f"{cpu}; training seconds (against the faster tree method's in the same run), P@1 / P@5; each run one "
+             f"round at seed {last['seed']}; the earlier runs {earlier}")
+    return source(names[-1], last, extra=extra) + "\n\n" + table(
+        ["set", "method", *(f"at {run['environment']['commit'][:7]}" for run in runs)], rows)
