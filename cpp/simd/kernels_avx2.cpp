@@ -143,7 +143,8 @@ inline __m256i lanes(std::size_t n) {
 
 // Eight lanes of C or B: a plain load where the tile is 16 columns wide, a masked one where it is
 // narrower. vmaskmovps costs little on Intel cores but is slow on AMD's Zen: masked B loads in
-// the depth loop ran this GEMM at 3.8 GMAC/s on a Zen 1 EPYC core (OpenBLAS 15), plain ones at 17.
+// the depth loop ran this GEMM at 6.6 G multiply-adds/s on a Zen 1 EPYC core (OpenBLAS 15-17),
+// plain ones at 18 (benches/results/gemm_levels_avx2_zen1*.json).
 template <bool kMasked>
 inline __m256 load8(const float* p, __m256i mask) {
   if constexpr (kMasked) return _mm256_maskload_ps(p, mask);
