@@ -45,11 +45,16 @@ def _one(name: str, render: Callable[[dict, str], str]) -> Block:
     return Block((name,), lambda result: render(result, name))
 
 
+def _runs(names: tuple[str, ...], render: Callable[..., str]) -> Block:
+    """A block from several runs of one benchmark, each file's name passed beside its result."""
+    return Block(names, lambda *results: render(*results, names=names))
+
+
 BLOCKS: dict[str, Block] = {
     # accuracy on real and realistic data
     "real_suite": _one("real_suite.json", accuracy.real_suite),
     "real_suite_decoupled": _one("real_suite_decoupled.json", accuracy.real_suite),
-    "real_suite_avx2": Block(("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json", "real_suite_avx2.json"),
+    "real_suite_avx2": _runs(("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json", "real_suite_avx2.json"),
                              accuracy.real_suite_host),
     "xc_real": _one("xc_real.json", accuracy.xc_real),
     "xc_real_published": _one("xc_real.json", accuracy.xc_real_published),
@@ -77,7 +82,7 @@ BLOCKS: dict[str, Block] = {
     "ablation_amazon670k": _one("ablation_amazon670k.json", engine.ablation_amazon670k),
     "hashing": _one("hashing.json", engine.hashing),
     "gemm_levels": _one("gemm_levels.json", engine.gemm_levels),
-    "gemm_avx2_zen1": Block(("gemm_levels_avx2_zen1_before.json", "gemm_levels_avx2_zen1.json"),
+    "gemm_avx2_zen1": _runs(("gemm_levels_avx2_zen1_before.json", "gemm_levels_avx2_zen1.json"),
                             engine.gemm_before_after),
     "thread_scaling": _one("thread_scaling.json", engine.thread_scaling),
     "openmp_wait": _one("openmp_wait.json", engine.openmp_wait),

@@ -166,13 +166,12 @@ def mpi_reranker(result: dict, name: str = "mpi_reranker.json") -> str:
         ["run", "P@1", "P@3", "P@5", "wall time", "of it after the last epoch (vote, re-ranker, weights)"], rows)
 
 
-def real_suite_host(*runs: dict, names: tuple[str, ...] = ("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json",
-                                                           "real_suite_avx2.json")) -> str:
+def real_suite_host(*runs: dict, names: tuple[str, ...]) -> str:
     """The real suite's large sets on one more host, one column per run (each from a clean
     checkout, one round; the last run names the sets): a method's training seconds against the
     faster tree method's in the same run, and its accuracy."""
     def best_tree(methods: dict) -> float:
-        return min(methods[m]["train_seconds"] for m in ("omikuji", "napkinxc") if m in methods)
+        return min(methods[m]["train_seconds"] for m in report.TREES if m in methods)
 
     def cell(methods: dict, method: str) -> str:
         r = methods.get(method)

@@ -198,16 +198,15 @@ def output_accumulators(result: dict, name: str = "output_accumulators.json") ->
          "construction"], rows)
 
 
-def gemm_before_after(before: dict, after: dict, names: tuple[str, str] = ("gemm_levels_avx2_zen1_before.json",
-                                                                           "gemm_levels_avx2_zen1.json")) -> str:
+def gemm_before_after(before: dict, after: dict, names: tuple[str, str]) -> str:
     """One host's fp32 GEMM at two builds of the package, run in alternation by one checkout's
     benches (each file names the package's commit)."""
     def speeds(result: dict) -> dict:
         return {(r["shape"], r["m"], r["n"], r["k"]): r["gmac_per_second"] for r in result["results"]
                 if r["product"] == "fp32" and r["level"] == after["environment"]["simd_level"]}
     old, new = speeds(before), speeds(after)
-    rows = [[f"{shape} ({m} x {n} x {k})", fixed(old[key], 1), fixed(new[key], 1), ratio(new[key] / old[key])]
-            for key in new for shape, m, n, k in [key]]
+    rows = [[f"{shape} ({m} x {n} x {k})", fixed(old[shape, m, n, k], 1), fixed(speed, 1),
+             ratio(speed / old[shape, m, n, k])] for (shape, m, n, k), speed in new.items()]
     cpu = after["environment"].get("cpu", {}).get("model", "this CPU")
     extra = (f"{cpu}; one thread, the best of {after['repeats']} calls per cell, in G multiply-adds/s; the package "
              f"at {before['package_commit']} (`{names[0]}`) and at {after['package_commit']}, run in alternation")
