@@ -38,7 +38,8 @@ exact P@1/P@5 on each set's test split and training seconds at 2 threads.
   width the faster rate holds too (by script: a generated catalogue file of 100,000 training
   points over 670,091 labels, the network alone over 6 epochs: test P@1 0.160 at 3e-3, 0.203 at
   6e-3, no divergence). Fewer uniform negatives (min_active 2,000) cut a third of the time on
-  debian-deps but lose 0.03 P@5 on debian-rdeps, so the mode's 6,000 stay.
+  debian-deps but lost 0.03 P@5 on debian-rdeps, before the label tree and the re-ranker's lists
+  of 100 carried the fused ranking; see LARGE_OUTPUT_MIN_ACTIVE for what it costs since.
   Hidden 128 at 6e-3 -> 256 at 6e-3 -> 256 at 4e-3, slide with no flags and the nDCG@5 monitor,
   means of six to eleven runs (three to six on debian-rdeps), test P@1 / P@5: debian-deps 0.7036 /
   0.3677 -> 0.7010 / 0.3697 -> 0.7037 / 0.3689; debian-deps-by-source 0.6462 / 0.3242 -> 0.6474 /
@@ -139,10 +140,25 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
 # own parameters or the mean) in 14 of 15 runs, so early stopping seldom fires: a run costs up to
 # one epoch more. Measured too and not kept, with nDCG@5: 8 and 10 epochs (three seeds), debian-
 # deps 0.702 / 0.368 and 0.700 / 0.368, debian-deps-by-source 0.642 / 0.323 and 0.644 / 0.324.
+#
+# The shared active set topped up with uniform negatives to 3,000 rather than the batch mode's 6,000
+# (slide.modes): the batch's labels and its 1,024 LSH candidates come to about 2,000 on debian-deps
+# and 3,200 on debian-rdeps, so most of 6,000 are uniform negatives, each a column of the three
+# matrix products. Slide with no flags, 6,000 -> 3,000, test P@1 / P@5 and seconds of epochs (one
+# run each, seeds 0 and 1, on an AVX2-only AMD EPYC at 2 threads, whose products run at 18 G
+# multiply-adds/s a core):
+# debian-deps 0.7067 / 0.3720 in 65.3 s -> 0.7064 / 0.3705 in 42.2 s and 0.7082 / 0.3712 in 70.4 s
+# -> 0.7074 / 0.3693 in 35.8 s; debian-deps-by-source 0.6456 / 0.3254 in 61.1 s -> 0.6462 / 0.3266
+# in 36.2 s; debian-rdeps 0.2269 / 0.1079 in 45.1 s -> 0.2275 / 0.1088 in 22.0 s and 0.2257 /
+# 0.1094 in 39.4 s -> 0.2289 / 0.1089 in 22.4 s. It saves 35-50% of the epochs for 0.0017 P@5 on
+# debian-deps (omikuji 0.3689 on that host), nothing the seeds tell apart elsewhere. 2,000 (seed
+# 0): debian-deps 0.7026 / 0.3686 in 24.9 s, below omikuji's P@5, and debian-rdeps no faster.
+LARGE_OUTPUT_MIN_ACTIVE = 3000
 LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "hidden": [256], "learning_rate": 4e-3,
                                        "lr_schedule": "cosine", "epochs": 6, "early_stopping": 2, "averaging": "swa",
                                        "monitor": "nDCG@5", "rerank": RERANK_SHORTLIST, "matmul": "bf16",
-                                       "label_tree": LEAF_SIZE}
+                                       "label_tree": LEAF_SIZE,
+                                       "lsh": {**BATCH_PRESET["lsh"], "min_active": LARGE_OUTPUT_MIN_ACTIVE}}
 
 
 # A preset's run settings that judge epochs on held-out points: they apply only to a run that holds some out.

@@ -7,10 +7,12 @@ import pytest
 
 from slide import Network
 from slide.epoch_average import first_averaged_epoch
+from slide.datasets.registry import BATCH_PRESET
 from slide.label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
+from slide.modes import MODES
 from slide.prediction.methods import TREE_RESCORES_BELOW
-from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS, RERANK_SHORTLIST,
-                                  SMALL_OUTPUT_PRESET, WIDE_INPUTS, preset_for_shape)
+from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_MIN_ACTIVE, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS,
+                                  RERANK_SHORTLIST, SMALL_OUTPUT_PRESET, WIDE_INPUTS, preset_for_shape)
 
 
 @pytest.mark.parametrize("labels, preset", [(159, SMALL_OUTPUT_PRESET), (DENSE_OUTPUT_MAX, SMALL_OUTPUT_PRESET),
@@ -39,6 +41,10 @@ def test_large_outputs_train_in_the_batch_shared_mode():
 
     lsh = slide.LSHConfig(**LARGE_OUTPUT_PRESET["lsh"])
     assert lsh.batch_active > 1 and lsh.min_active >= lsh.batch_active  # LSH candidates, topped up uniformly
+    # fewer uniform negatives than the batch mode's own: the fused ranking did not need them
+    assert lsh.min_active == LARGE_OUTPUT_MIN_ACTIVE < MODES["batch"].lsh["min_active"]
+    assert {k: v for k, v in LARGE_OUTPUT_PRESET["lsh"].items() if k != "min_active"} == \
+        {k: v for k, v in BATCH_PRESET["lsh"].items() if k != "min_active"}
     assert not LARGE_OUTPUT_PRESET.get("dense") and LARGE_OUTPUT_PRESET["epochs"] > 1
 
 
@@ -55,7 +61,9 @@ def test_cli_says_it_picked_the_batch_shared_mode_for_many_labels(tmp_path, caps
     assert code == 0
     assert "settings from the data's shape: 9,000 labels > 8,192: LSH-sampled output in the batch-shared mode" in out
     assert "batch_active=1024" in out.split("Network(")[1]
+    assert "uniform negatives up to 3,000)" in out
     config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["lsh"]["min_active"] == LARGE_OUTPUT_MIN_ACTIVE == 3000
     assert config["early_stopping"] == LARGE_OUTPUT_PRESET["early_stopping"]
     assert config["averaging"] == LARGE_OUTPUT_PRESET["averaging"] == "swa"
     assert config["monitor"] == LARGE_OUTPUT_PRESET["monitor"] == "nDCG@5"
