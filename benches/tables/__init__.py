@@ -54,8 +54,9 @@ BLOCKS: dict[str, Block] = {
     # accuracy on real and realistic data
     "real_suite": _one("real_suite.json", accuracy.real_suite),
     "real_suite_decoupled": _one("real_suite_decoupled.json", accuracy.real_suite),
-    "real_suite_avx2": _runs(("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json", "real_suite_avx2.json"),
-                             accuracy.real_suite_host),
+    "real_suite_avx2": _runs(("real_suite_avx2_before.json", "real_suite_avx2_rdeps.json", "real_suite_avx2.json",
+                              "real_suite_avx2_min_active.json"), accuracy.real_suite_host),
+    "real_suite_avx2_stream": _runs(("real_suite_avx2_stream.json",), accuracy.real_suite_host),
     "xc_real": _one("xc_real.json", accuracy.xc_real),
     "xc_real_published": _one("xc_real.json", accuracy.xc_real_published),
     "neighbours": _one("neighbours.json", accuracy.neighbours),

@@ -187,6 +187,6 @@ def real_suite_host(*runs: dict, names: tuple[str, ...]) -> str:
     cpu = last["environment"].get("cpu", {}).get("model", "this CPU")
     earlier = ", ".join(f"`{name}` at {run['environment']['commit'][:10]}" for name, run in zip(names, runs[:-1]))
     extra = (f"{cpu}; training seconds (against the faster tree method's in the same run), P@1 / P@5; each run one "
-             f"round at seed {last['seed']}; the earlier runs {earlier}")
+             f"round at seed {last['seed']}" + (f"; the earlier runs {earlier}" if earlier else ""))
     return source(names[-1], last, extra=extra) + "\n\n" + table(
         ["set", "method", *(f"at {run['environment']['commit'][:7]}" for run in runs)], rows)
