@@ -99,6 +99,6 @@ def test_the_readme_is_a_front_page_that_starts_with_the_two_commands():
     assert len(readme.splitlines()) <= 250, "the README is the front page: at most 250 lines, the rest in docs/"
     first = next(_blocks(ROOT / "README.md"))
     assert first[1] == "bash" and first[2].splitlines() == [
-        'pip install . && slide train                 # build, then train on the small built-in problem (~10 s)',
+        'pip install . && slide train                 # build, then train on the small built-in problem (10-30 s)',
         'pip install ".[test]" && pytest              # the test suite (the command CI runs)'], \
         "the README's first code block must be the two commands"
