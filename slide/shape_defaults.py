@@ -150,7 +150,7 @@ SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
 # debian-deps 0.7067 / 0.3720 in 65.3 s -> 0.7064 / 0.3705 in 42.2 s and 0.7082 / 0.3712 in 70.4 s
 # -> 0.7074 / 0.3693 in 35.8 s; debian-deps-by-source 0.6456 / 0.3254 in 61.1 s -> 0.6462 / 0.3266
 # in 36.2 s; debian-rdeps 0.2269 / 0.1079 in 45.1 s -> 0.2275 / 0.1088 in 22.0 s and 0.2257 /
-# 0.1094 in 39.4 s -> 0.2289 / 0.1089 in 22.4 s. It saves 35-50% of the epochs for 0.0017 P@5 on
+# 0.1094 in 39.4 s -> 0.2289 / 0.1089 in 22.4 s. It saves 35-51% of the epochs for 0.0017 P@5 on
 # debian-deps (omikuji 0.3689 on that host), nothing the seeds tell apart elsewhere. 2,000 (seed
 # 0): debian-deps 0.7026 / 0.3686 in 24.9 s, below omikuji's P@5, and debian-rdeps no faster.
 LARGE_OUTPUT_MIN_ACTIVE = 3000

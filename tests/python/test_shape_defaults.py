@@ -6,8 +6,8 @@ import json
 import pytest
 
 from slide import Network
-from slide.epoch_average import first_averaged_epoch
 from slide.datasets.registry import BATCH_PRESET
+from slide.epoch_average import first_averaged_epoch
 from slide.label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
 from slide.modes import MODES
 from slide.prediction.methods import TREE_RESCORES_BELOW
