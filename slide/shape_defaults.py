@@ -76,8 +76,24 @@ exact P@1/P@5 on each set's test split and training seconds at 2 threads.
   most frequent features only, 0.3812 / 0.1711 -> 0.3856 / 0.1727, and its 500, 0.3396 /
   0.1518 -> 0.3383 / 0.1536. At 500 features the suite's sets lose with it (at 9a86eb4, seeds
   0-4): Delicious 0.6913 / 0.5819 -> 0.6896 / 0.5814, Corel5k 0.4360 / 0.2679 -> 0.4304 /
-  0.2671. Below RERANK_MIN_LABELS no held-out points pick the tree's weight, and at a fixed one
-  it lost on Enron, TMC2007 and Birds (docs/benchmarks).
+  0.2671.
+- Below RERANK_MIN_LABELS no points are held out to pick weights, so over WIDE_INPUTS features the
+  dense tier trains one tree of leaves of LEAF_SIZE at FIXED_TREE_WEIGHT (there is no re-ranker
+  for the few-points trees to re-score in the place of). Slide with no flags -> with
+  ``--label-tree 32 --tree-weight 2``, test P@1 / P@5 and the seconds the suite counts, means of
+  seeds 0-4 on Medical, 0-2 on Bibtex, 0-1 elsewhere, by script at 6ff3d80 (AMD EPYC, AVX-512):
+  Medical (45 labels, 1,449 features) 0.8310 / 0.2367 in 0.018 s -> 0.8468 / 0.2367 in 0.019 s
+  (omikuji 0.8425 / 0.2331 in 0.016 s; at weight 1 0.8419, and leaves of 100 at weight 2 0.8456);
+  Bibtex (159, 1,836) 0.6403 / 0.2878 in 0.10 s -> 0.6446 / 0.2937 in 0.20 s (0.6472 / 0.2967 at
+  weight 1; omikuji 0.637 / 0.282 in 0.75 s). Outside the suite, from the same Debian metadata
+  (benches/real_suite/debian.py's features): descriptions -> Section (58 labels, one a point,
+  35,317 features) 0.8292 / 0.1935 in 1.2 s -> 0.8376 / 0.1926 in 2.8 s (omikuji 0.8403 / 0.1900
+  in 10.6 s); descriptions -> the 200 most frequent tags (21,958 features) 0.8294 / 0.4804 in
+  0.5 s -> 0.8553 / 0.4940 in 1.1 s (omikuji 0.8504 / 0.4947 in 3.1 s). Over narrower inputs a
+  fixed weight lost (leaves of 100 at weight 2, docs/benchmarks): Enron (1,001 features) P@5
+  0.4700 -> 0.4674 in over 1.5x napkinXC's time, TMC2007 (500) 0.7276 -> 0.7209 P@1, Birds (260)
+  0.1740 -> 0.1610; Enron sits 23 features below WIDE_INPUTS, which was set from debian-tags
+  against Delicious and Corel5k before any of these were measured.
 - Both tiers keep the softmax (output_loss="softmax"). The decoupled softmax (output_loss=
   "decoupled", nn/output_loss.h: each label against the active set's negatives alone) makes the
   network alone far better, but the suite did not confirm it for slide with no flags. By script at
@@ -122,7 +138,8 @@ SMALL_EPOCHS = (2, 40)
 RERANK_SHORTLIST = 25  # the network's best labels the re-ranker re-scores (debian-deps: 25 scored as 50 did)
 RERANK_MIN_LABELS = 257  # from here on a dense-output run re-ranks too (Corel5k's 374 gained, Bibtex's 159 lost)
 RERANK_VALIDATION_SPLIT = 0.05  # what a dense-output run that re-ranks holds out to pick the weights
-WIDE_INPUTS = 1024  # from this many features a dense-output run that picks weights trains a label tree too
+WIDE_INPUTS = 1024  # from this many features a dense-output run trains a label tree too
+FIXED_TREE_WEIGHT = 2.0  # the tree's weight below RERANK_MIN_LABELS, where no held-out points pick it
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[256], learning_rate=1e-2, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
@@ -219,6 +236,10 @@ def preset_for_shape(n_features: int, n_labels: int, train_points: Optional[int]
                 p, after = _with_label_tree(p, points_a_label)
                 rerank = f", then {after} ({n_features:,} features >= {WIDE_INPUTS:,}), their weights"
             rerank += f" picked on {RERANK_VALIDATION_SPLIT:.0%} of the points held out"
+        elif n_features >= WIDE_INPUTS:
+            p = {**p, "label_tree": LEAF_SIZE, "tree_weight": FIXED_TREE_WEIGHT}
+            rerank = (f", then a label tree of at most {LEAF_SIZE} labels a leaf ({n_features:,} features >= "
+                      f"{WIDE_INPUTS:,}) at weight {FIXED_TREE_WEIGHT:g} (no points held out to pick it)")
         return p, (f"{n_labels:,} labels <= {DENSE_OUTPUT_MAX:,}: dense output, "
                    f"hidden {p['hidden'][0]}{_matmul(p)}, "
                    f"L2-normalised inputs, batch {p['batch_size']} for {p['epochs']} epochs "

@@ -97,6 +97,10 @@ def test_few_points_a_label_pick_the_trees_leaves_as_the_cli_does(monkeypatch):
     assert more["label_tree"] == LEAF_SIZE and more["label_trees"] == 1
     assert SlideClassifier(threads=1, label_trees=3)._settings(100, 10_000, 5_000, 2.0)[0]["label_trees"] == 3
     assert SlideClassifier(threads=1, label_tree=7)._settings(100, 10_000, 5_000, 2.0)[0]["label_tree"] == 7
+    wide, _ = SlideClassifier(threads=1)._settings(1_449, 45, 333, 9.3)  # Medical's shape: a tree at a fixed weight
+    assert wide["label_tree"] == LEAF_SIZE and wide["tree_weight"] == 2.0
+    assert SlideClassifier(threads=1, tree_weight=0.5)._settings(1_449, 45, 333, 9.3)[0]["tree_weight"] == 0.5
+    assert SlideClassifier(threads=1)._settings(1_001, 53, 1_123, 72.0)[0]["label_tree"] == 0  # Enron's: none
     seen = []
     original = estimator.preset_for_shape
     monkeypatch.setattr(estimator, "preset_for_shape", lambda *args: seen.append(args) or original(*args))

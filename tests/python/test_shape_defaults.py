@@ -11,8 +11,9 @@ from slide.epoch_average import first_averaged_epoch
 from slide.label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
 from slide.modes import MODES
 from slide.prediction.methods import TREE_RESCORES_BELOW
-from slide.shape_defaults import (DENSE_OUTPUT_MAX, LARGE_OUTPUT_MIN_ACTIVE, LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS,
-                                  RERANK_SHORTLIST, SMALL_OUTPUT_PRESET, WIDE_INPUTS, preset_for_shape)
+from slide.shape_defaults import (DENSE_OUTPUT_MAX, FIXED_TREE_WEIGHT, LARGE_OUTPUT_MIN_ACTIVE, LARGE_OUTPUT_PRESET,
+                                  RERANK_MIN_LABELS, RERANK_SHORTLIST, SMALL_OUTPUT_PRESET, WIDE_INPUTS,
+                                  preset_for_shape)
 
 
 @pytest.mark.parametrize("labels, preset", [(159, SMALL_OUTPUT_PRESET), (DENSE_OUTPUT_MAX, SMALL_OUTPUT_PRESET),
@@ -115,7 +116,7 @@ def test_few_points_a_label_get_leaves_of_100_where_the_tree_re_scores_in_the_re
 @pytest.mark.parametrize("features, labels, points_a_label, leaves", [
     (WIDE_INPUTS, RERANK_MIN_LABELS, 140.0, LEAF_SIZE), (22_060, 598, None, LEAF_SIZE),
     (22_060, 598, 2.0, FEW_POINTS_LEAF_SIZE), (WIDE_INPUTS - 1, 598, 140.0, None), (500, 983, 300.0, None),
-    (22_060, RERANK_MIN_LABELS - 1, 140.0, None), (22_060, DENSE_OUTPUT_MAX, 140.0, LEAF_SIZE)])
+    (22_060, DENSE_OUTPUT_MAX, 140.0, LEAF_SIZE)])
 def test_wide_inputs_get_the_label_tree_in_the_dense_tier_where_weights_are_picked(features, labels, points_a_label,
                                                                                     leaves):
     """From RERANK_MIN_LABELS labels (held-out points pick the weights) and WIDE_INPUTS features
@@ -131,6 +132,53 @@ def test_wide_inputs_get_the_label_tree_in_the_dense_tier_where_weights_are_pick
             if leaves == FEW_POINTS_LEAF_SIZE else f"a label tree of at most {leaves} labels a leaf") in why
     assert f"({features:,} features >= {WIDE_INPUTS:,}), their weights picked on 5% of the points held out" in why
     assert ("own classifiers re-score in the re-ranker's place" in why) == (leaves == FEW_POINTS_LEAF_SIZE)
+
+
+@pytest.mark.parametrize("features, labels, points_a_label, tree", [
+    (WIDE_INPUTS, RERANK_MIN_LABELS - 1, 9.0, True), (1_449, 45, 9.3, True), (1_836, 159, 2.0, True),
+    (22_060, 2, None, True), (WIDE_INPUTS - 1, 53, 72.0, False), (500, 22, 2_000.0, False)])
+def test_wide_inputs_get_the_label_tree_at_a_fixed_weight_below_the_re_rankers_labels(features, labels, points_a_label,
+                                                                                      tree):
+    """Below RERANK_MIN_LABELS no points are held out to pick weights, so from WIDE_INPUTS features
+    (Medical's 1,449, Bibtex's 1,836) the dense tier trains one tree of leaves of LEAF_SIZE at
+    FIXED_TREE_WEIGHT, whatever its points a label (there is no re-ranker for the few-points trees to
+    re-score in the place of); Enron's 1,001 and TMC2007's 500 features train none."""
+    picked, why = preset_for_shape(features, labels, 5_000, points_a_label)
+    assert picked.get("dense") and "rerank" not in picked and "validation_split" not in picked
+    if not tree:
+        assert not picked.get("label_tree") and "tree_weight" not in picked and "label tree" not in why
+        return
+    assert picked["label_tree"] == LEAF_SIZE and picked.get("label_trees", 1) == 1
+    assert picked["tree_weight"] == FIXED_TREE_WEIGHT == 2.0
+    assert (f"then a label tree of at most {LEAF_SIZE} labels a leaf ({features:,} features >= {WIDE_INPUTS:,}) "
+            f"at weight 2 (no points held out to pick it)") in why
+
+
+def test_cli_trains_the_label_tree_at_its_fixed_weight_below_the_re_rankers_labels(tmp_path, capsys):
+    import numpy as np
+    import scipy.sparse as sp
+    from slide.cli import main
+    from slide.datasets import write_xc
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 40, size=300)
+    words = (labels[:, None] * 25 + rng.integers(0, 25, size=(300, 6))) % (WIDE_INPUTS + 76)
+    X = sp.csr_matrix((np.ones(words.size, np.float32), (np.repeat(np.arange(300), 6), words.ravel())),
+                      shape=(300, WIDE_INPUTS + 76))
+    Y = sp.csr_matrix((np.ones(300, np.float32), (np.arange(300), labels)), shape=(300, 40))
+    write_xc(tmp_path / "train.txt", X[:250], Y[:250])
+    write_xc(tmp_path / "test.txt", X[250:], Y[250:])
+    code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
+                 "--out", str(tmp_path / "run"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "40 labels <= 8,192: dense output" in out and "(1,100 features >= 1,024) at weight 2" in out
+    saved = Network.load(tmp_path / "run" / "model.npz")
+    assert saved.mode == "dense" and saved.tree is not None and saved.label_tree == LEAF_SIZE
+    assert saved.tree_weight == FIXED_TREE_WEIGHT and saved.reranker is None
+    code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
+                 "--out", str(tmp_path / "given"), "--quiet", "--tree-weight", "0.5"])
+    assert code == 0 and Network.load(tmp_path / "given" / "model.npz").tree_weight == 0.5
 
 
 def test_cli_trains_the_label_tree_beside_a_dense_output_over_wide_inputs(tmp_path, capsys):
