@@ -154,50 +154,45 @@ def test_wide_inputs_get_the_label_tree_at_a_fixed_weight_below_the_re_rankers_l
             f"at weight 2 (no points held out to pick it)") in why
 
 
-def test_cli_trains_the_label_tree_at_its_fixed_weight_below_the_re_rankers_labels(tmp_path, capsys):
+def _train_on_wide_inputs(tmp_path, points: int, labels: int, test_points: int, *flags: str) -> tuple[int, str]:
+    """`slide train` with no flags but `flags` on a generated problem of one label a point over
+    WIDE_INPUTS + 76 features (each label's own words): (exit code, what it printed)."""
+    import contextlib
+    import io
+
     import numpy as np
     import scipy.sparse as sp
     from slide.cli import main
     from slide.datasets import write_xc
 
     rng = np.random.default_rng(0)
-    labels = rng.integers(0, 40, size=300)
-    words = (labels[:, None] * 25 + rng.integers(0, 25, size=(300, 6))) % (WIDE_INPUTS + 76)
-    X = sp.csr_matrix((np.ones(words.size, np.float32), (np.repeat(np.arange(300), 6), words.ravel())),
-                      shape=(300, WIDE_INPUTS + 76))
-    Y = sp.csr_matrix((np.ones(300, np.float32), (np.arange(300), labels)), shape=(300, 40))
-    write_xc(tmp_path / "train.txt", X[:250], Y[:250])
-    write_xc(tmp_path / "test.txt", X[250:], Y[250:])
-    code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
-                 "--out", str(tmp_path / "run"), "--quiet"])
-    out = capsys.readouterr().out
+    truth = rng.integers(0, labels, size=points)
+    span = max(4, 1000 // labels)  # each label's words
+    words = (truth[:, None] * span + rng.integers(0, span, size=(points, 6))) % (WIDE_INPUTS + 76)
+    X = sp.csr_matrix((np.ones(words.size, np.float32), (np.repeat(np.arange(points), 6), words.ravel())),
+                      shape=(points, WIDE_INPUTS + 76))
+    Y = sp.csr_matrix((np.ones(points, np.float32), (np.arange(points), truth)), shape=(points, labels))
+    write_xc(tmp_path / "train.txt", X[:-test_points], Y[:-test_points])
+    write_xc(tmp_path / "test.txt", X[-test_points:], Y[-test_points:])
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
+                     "--out", str(tmp_path / "run"), "--overwrite", "--quiet", *flags])
+    return code, out.getvalue()
+
+
+def test_cli_trains_the_label_tree_at_its_fixed_weight_below_the_re_rankers_labels(tmp_path):
+    code, out = _train_on_wide_inputs(tmp_path, 300, 40, 50)
     assert code == 0
     assert "40 labels <= 8,192: dense output" in out and "(1,100 features >= 1,024) at weight 2" in out
     saved = Network.load(tmp_path / "run" / "model.npz")
     assert saved.mode == "dense" and saved.tree is not None and saved.label_tree == LEAF_SIZE
     assert saved.tree_weight == FIXED_TREE_WEIGHT and saved.reranker is None
-    code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
-                 "--out", str(tmp_path / "given"), "--quiet", "--tree-weight", "0.5"])
-    assert code == 0 and Network.load(tmp_path / "given" / "model.npz").tree_weight == 0.5
+    code, _ = _train_on_wide_inputs(tmp_path, 300, 40, 50, "--tree-weight", "0.5")
+    assert code == 0 and Network.load(tmp_path / "run" / "model.npz").tree_weight == 0.5
 
 
-def test_cli_trains_the_label_tree_beside_a_dense_output_over_wide_inputs(tmp_path, capsys):
-    import numpy as np
-    import scipy.sparse as sp
-    from slide.cli import main
-    from slide.datasets import write_xc
-
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 300, size=400)
-    words = (labels[:, None] * 4 + rng.integers(0, 4, size=(400, 6))) % (WIDE_INPUTS + 76)
-    X = sp.csr_matrix((np.ones(words.size, np.float32), (np.repeat(np.arange(400), 6), words.ravel())),
-                      shape=(400, WIDE_INPUTS + 76))
-    Y = sp.csr_matrix((np.ones(400, np.float32), (np.arange(400), labels)), shape=(400, 300))
-    write_xc(tmp_path / "train.txt", X[:340], Y[:340])
-    write_xc(tmp_path / "test.txt", X[340:], Y[340:])
-    code = main(["train", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
-                 "--out", str(tmp_path / "run"), "--quiet"])
-    out = capsys.readouterr().out
+def test_cli_trains_the_label_tree_beside_a_dense_output_over_wide_inputs(tmp_path):
+    code, out = _train_on_wide_inputs(tmp_path, 400, 300, 60)
     assert code == 0
     assert "300 labels <= 8,192: dense output" in out and "(1,100 features >= 1,024)" in out
     saved = Network.load(tmp_path / "run" / "model.npz")
