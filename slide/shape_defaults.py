@@ -140,6 +140,12 @@ RERANK_MIN_LABELS = 257  # from here on a dense-output run re-ranks too (Corel5k
 RERANK_VALIDATION_SPLIT = 0.05  # what a dense-output run that re-ranks holds out to pick the weights
 WIDE_INPUTS = 1024  # from this many features a dense-output run trains a label tree too
 FIXED_TREE_WEIGHT = 2.0  # the tree's weight below RERANK_MIN_LABELS, where no held-out points pick it
+# Trees averaged in the dense tier from RERANK_MIN_LABELS (omikuji's three), where the re-ranker solves one
+# C (slide.reranker.MOST_POINTS_PER_LABEL) and the time allows. debian-tags with C 0.25 alone, one
+# tree -> three, seeds 0-4, by script at bc6feee: 0.8526 / 0.5051 in 2.6-2.9 s -> 0.8530 / 0.5061 in
+# 3.6-4.1 s (with both C's, seeds 0-2: 0.8559 / 0.5042 -> 0.8549 / 0.5064 in 1-2 s more; two trees
+# 0.8566 / 0.5044). omikuji: 0.8517 / 0.5058 in 4.6 s in the suite.
+DENSE_TIER_TREES = 3
 
 SMALL_OUTPUT_PRESET: dict[str, Any] = dict(
     hidden=[256], learning_rate=1e-2, lr_schedule="cosine", batch_size=SMALL_BATCH[1], epochs=SMALL_EPOCHS[0],
@@ -203,16 +209,22 @@ def small_output_schedule(train_points: int) -> tuple[int, int]:
     return batch, epochs
 
 
-def _with_label_tree(preset: dict[str, Any], points_a_label: Optional[float]) -> tuple[dict[str, Any], str]:
-    """(`preset` with a label tree, what is trained after the epochs): the re-ranker and a tree of
-    leaves of LEAF_SIZE labels; below TREE_RESCORES_BELOW training points a label, FEW_POINTS_TREES
-    trees averaged, of leaves of FEW_POINTS_LEAF_SIZE, whose own classifiers re-score in the
-    re-ranker's place (`fit_fusion` then trains no re-ranker; ``rerank`` stays set)."""
+def _with_label_tree(preset: dict[str, Any], points_a_label: Optional[float], trees: int = 1
+                     ) -> tuple[dict[str, Any], str]:
+    """(`preset` with a label tree, what is trained after the epochs): the re-ranker and `trees`
+    trees averaged, of leaves of LEAF_SIZE labels; below TREE_RESCORES_BELOW training points a
+    label, FEW_POINTS_TREES trees averaged, of leaves of FEW_POINTS_LEAF_SIZE, whose own
+    classifiers re-score in the re-ranker's place (`fit_fusion` then trains no re-ranker;
+    ``rerank`` stays set)."""
     if points_a_label is not None and points_a_label < TREE_RESCORES_BELOW:
         return {**preset, "label_tree": FEW_POINTS_LEAF_SIZE, "label_trees": FEW_POINTS_TREES}, (
             f"{FEW_POINTS_TREES} label trees averaged, of at most {FEW_POINTS_LEAF_SIZE} labels a leaf, whose own "
             f"classifiers re-score in the re-ranker's place ({points_a_label:.1f} training points a label < "
             f"{TREE_RESCORES_BELOW:g})")
+    if trees > 1:
+        return {**preset, "label_tree": LEAF_SIZE, "label_trees": trees}, (
+            f"a re-ranker of the network's {preset['rerank']} best labels and {trees} label trees averaged, of at "
+            f"most {LEAF_SIZE} labels a leaf")
     return {**preset, "label_tree": LEAF_SIZE}, (f"a re-ranker of the network's {preset['rerank']} best labels and "
                                                  f"a label tree of at most {LEAF_SIZE} labels a leaf")
 
@@ -233,7 +245,7 @@ def preset_for_shape(n_features: int, n_labels: int, train_points: Optional[int]
             p = {**p, "rerank": RERANK_SHORTLIST, "validation_split": RERANK_VALIDATION_SPLIT}
             rerank = f", then a re-ranker of the network's {RERANK_SHORTLIST} best labels, its weight"
             if n_features >= WIDE_INPUTS:
-                p, after = _with_label_tree(p, points_a_label)
+                p, after = _with_label_tree(p, points_a_label, DENSE_TIER_TREES)
                 rerank = f", then {after} ({n_features:,} features >= {WIDE_INPUTS:,}), their weights"
             rerank += f" picked on {RERANK_VALIDATION_SPLIT:.0%} of the points held out"
         elif n_features >= WIDE_INPUTS:

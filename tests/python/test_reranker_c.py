@@ -14,13 +14,16 @@ from slide.neighbours import pick_weights
 from slide.prediction import reranker_training
 from slide.prediction.fused import VotedNetwork
 from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_BETWEEN, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS,
-                            HINGE_SHORTLIST_FACTOR, MANY_POINTS_PER_LABEL, WEIGHTS, LabelPoints, ShortlistReranker,
-                            hinge_cs)
+                            HINGE_SHORTLIST_FACTOR, MANY_POINTS_PER_LABEL, MOST_POINTS_PER_LABEL, WEIGHTS, LabelPoints,
+                            ShortlistReranker, hinge_cs)
 
 
 def test_the_cs_compared_follow_the_points_per_label():
     assert HINGE_C_MANY_POINTS < HINGE_C_BETWEEN < HINGE_C < HINGE_C_FEW_POINTS
-    assert hinge_cs(3_500) == hinge_cs(MANY_POINTS_PER_LABEL) == (HINGE_C, HINGE_C_MANY_POINTS)
+    # Delicious' and Corel5k's 1,100-1,300 compare two; debian-tags' 3,343 solves the smaller alone
+    assert hinge_cs(1_200) == hinge_cs(MANY_POINTS_PER_LABEL) == hinge_cs(MOST_POINTS_PER_LABEL - 1) == \
+        (HINGE_C, HINGE_C_MANY_POINTS)
+    assert hinge_cs(3_343) == hinge_cs(MOST_POINTS_PER_LABEL) == (HINGE_C_MANY_POINTS,)
     assert hinge_cs(45) == hinge_cs(FEW_POINTS_PER_LABEL - 1) == (HINGE_C_FEW_POINTS,)
     # in between (debian-deps' 120) one solve, at C 0.5
     assert hinge_cs(120) == hinge_cs(FEW_POINTS_PER_LABEL) == hinge_cs(MANY_POINTS_PER_LABEL - 1) == \

@@ -11,9 +11,9 @@ from slide.epoch_average import first_averaged_epoch
 from slide.label_tree import FEW_POINTS_LEAF_SIZE, FEW_POINTS_TREES, LEAF_SIZE
 from slide.modes import MODES
 from slide.prediction.methods import TREE_RESCORES_BELOW
-from slide.shape_defaults import (DENSE_OUTPUT_MAX, FIXED_TREE_WEIGHT, LARGE_OUTPUT_MIN_ACTIVE, LARGE_OUTPUT_PRESET,
-                                  RERANK_MIN_LABELS, RERANK_SHORTLIST, SMALL_OUTPUT_PRESET, WIDE_INPUTS,
-                                  preset_for_shape)
+from slide.shape_defaults import (DENSE_OUTPUT_MAX, DENSE_TIER_TREES, FIXED_TREE_WEIGHT, LARGE_OUTPUT_MIN_ACTIVE,
+                                  LARGE_OUTPUT_PRESET, RERANK_MIN_LABELS, RERANK_SHORTLIST, SMALL_OUTPUT_PRESET,
+                                  WIDE_INPUTS, preset_for_shape)
 
 
 @pytest.mark.parametrize("labels, preset", [(159, SMALL_OUTPUT_PRESET), (DENSE_OUTPUT_MAX, SMALL_OUTPUT_PRESET),
@@ -120,16 +120,18 @@ def test_few_points_a_label_get_leaves_of_100_where_the_tree_re_scores_in_the_re
 def test_wide_inputs_get_the_label_tree_in_the_dense_tier_where_weights_are_picked(features, labels, points_a_label,
                                                                                     leaves):
     """From RERANK_MIN_LABELS labels (held-out points pick the weights) and WIDE_INPUTS features
-    (debian-tags' 22,060 gained, Delicious' and Corel5k's 500 lost), the dense tier trains the
-    tree too, its leaves by the same rule as above 8,192 labels."""
+    (debian-tags' 22,060 gained, Delicious' and Corel5k's 500 lost), the dense tier trains
+    DENSE_TIER_TREES trees too (omikuji's three), its leaves by the same rule as above 8,192 labels
+    (where there are few points a label, FEW_POINTS_TREES of leaves of 100)."""
     picked, why = preset_for_shape(features, labels, 20_000, points_a_label)
     assert picked.get("dense") and picked.get("label_tree") == leaves
     if leaves is None:
         assert "label tree" not in why
         return
     assert picked["rerank"] == RERANK_SHORTLIST and picked["validation_split"] > 0
-    assert (f"{FEW_POINTS_TREES} label trees averaged, of at most {leaves} labels a leaf"
-            if leaves == FEW_POINTS_LEAF_SIZE else f"a label tree of at most {leaves} labels a leaf") in why
+    trees = FEW_POINTS_TREES if leaves == FEW_POINTS_LEAF_SIZE else DENSE_TIER_TREES
+    assert picked["label_trees"] == trees and DENSE_TIER_TREES == 3
+    assert f"{trees} label trees averaged, of at most {leaves} labels a leaf" in why
     assert f"({features:,} features >= {WIDE_INPUTS:,}), their weights picked on 5% of the points held out" in why
     assert ("own classifiers re-score in the re-ranker's place" in why) == (leaves == FEW_POINTS_LEAF_SIZE)
 
