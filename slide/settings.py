@@ -100,8 +100,9 @@ RUN = _table(
             "held-out points that judge each epoch and pick the neighbours' weight (the same ones every epoch)", 1,
             flag="--eval-samples", default=2000),
     Setting("final_eval_samples", "int", "test points in the final evaluation (default: all)", 1),
-    Setting("eval_budget", "float", "test evaluations during training (periodic, epoch ends) run only while they "
-            "have taken at most this share of the training time; the final one always runs", 0,
+    Setting("eval_budget", "float", "test evaluations during training (periodic, epoch ends) run only where they "
+            "stay within this share of the training time, the next counted at what the last cost (before any, at "
+            "what training as many samples cost); the final one always runs", 0,
             flag="--eval-budget", default=0.05),
     Setting("checkpoint_every", "float", "seconds between checkpoints, written at the first epoch end after the "
             "interval and at the end of the run (see end_checkpoint_after; 0: after every piece of training and at "

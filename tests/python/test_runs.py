@@ -54,14 +54,36 @@ def test_evaluation_outside_its_budget_waits_and_the_run_says_what_it_spent(tmp_
     final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
     records = runs.read_metrics(tmp_path)
     kinds = [r["kind"] for r in records]
-    # The first evaluation finds nothing spent yet; after it, a zero budget allows none until the final one.
-    assert kinds.count("periodic") + sum("P@1" in r for r in records if r["kind"] == "epoch") == 1
+    # Any evaluation costs something, so a zero budget allows none during training, the first
+    # included; the final one always runs.
+    assert kinds.count("periodic") == 0 and not any("P@1" in r for r in records if r["kind"] == "epoch")
     assert kinds.count("epoch") == 3 and kinds[-1] == "final" and "P@1" in records[-1]
-    assert final["evaluations"] == 1 and final["eval_seconds"] > 0 and final["train_seconds"] > 0
+    assert final["evaluations"] == 0 and final["eval_seconds"] == 0 and final["train_seconds"] > 0
     assert final["checkpoint_seconds"] > 0 and final["model_seconds"] > 0
-    # Each epoch without a test score says what evaluation has spent, in units that show it.
-    spent = re.findall(r"evaluation has had ([\d,.]+) (ms|s), over its budget", capsys.readouterr().out)
-    assert len(spent) == 3 and all(float(value.replace(",", "")) > 0 for value, _ in spent)
+    # Each epoch without a test score says what evaluation has spent and why the next would not fit.
+    said = re.findall(r"evaluation has had ([\d,.]+) (ms|s), and one of 100 points would take it over its budget",
+                      capsys.readouterr().out)
+    assert len(said) == 3
+
+
+def test_the_first_evaluation_fits_the_budget_too(tmp_path):
+    # 300 test points against 200 training samples an epoch: before any evaluation has run, one is
+    # expected to cost what training 300 samples did, 0.75 of the run's 400 samples, far over 5%.
+    train, test = make_train_test(200, 300, 600, 1200, seed=9, avg_nnz=20, avg_labels=2)
+    net = slide.Network(600, 1200, hidden=(32,), lsh=slide.LSHConfig(k=3, l=8, rehash_every=400), threads=1, seed=0)
+    settings = runs.RunSettings(epochs=2, batch_size=64, eval_every=100, eval_samples=300, checkpoint_every=1e9,
+                                progress=False, eval_budget=0.05)
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path, settings)
+    records = runs.read_metrics(tmp_path)
+    assert final["evaluations"] == 0 and [r["kind"] for r in records].count("periodic") == 0
+    # A budget that holds them (evaluation may take 100 times the training) runs each one.
+    net = slide.Network(600, 1200, hidden=(32,), lsh=slide.LSHConfig(k=3, l=8, rehash_every=400), threads=1, seed=0)
+    settings.eval_budget = 100.0
+    (tmp_path / "generous").mkdir()
+    final = runs.run(net, runs.in_memory_source(net, train, seed=0), test, tmp_path / "generous", settings)
+    records = runs.read_metrics(tmp_path / "generous")
+    assert final["evaluations"] == sum(1 for r in records if "P@1" in r and r["kind"] in ("periodic", "epoch"))
+    assert all("P@1" in r for r in records if r["kind"] == "epoch") and final["evaluations"] >= 2
 
 
 def test_checkpoints_follow_the_interval_and_the_end_of_the_run_not_every_epoch(tmp_path):
