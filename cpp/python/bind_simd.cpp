@@ -127,6 +127,18 @@ void bind_simd(py::module_& m) {
     level_kernels(level).int8_scores(w.shape(0), h.shape(0), depth, wp, hp, out.mutable_data(), h.shape(0));
     return out;
   });
+  m.def("_kernel_int8_quantize", [](const std::string& level, const F& w) {
+    SLIDE_REQUIRE(w.ndim() == 2, "int8 quantization takes (rows, width) weights");
+    const auto rows = static_cast<std::size_t>(w.shape(0)), width = static_cast<std::size_t>(w.shape(1));
+    py::array_t<std::int8_t> out({w.shape(0), w.shape(1)});
+    F top(static_cast<py::ssize_t>(rows)), l1(static_cast<py::ssize_t>(rows));
+    std::fill(out.mutable_data(), out.mutable_data() + out.size(), std::int8_t{0});
+    const Kernels& k = level_kernels(level);
+    for (std::size_t i = 0; i < rows; ++i)
+      top.mutable_data()[i] = k.int8_quantize(w.data() + i * width, width, out.mutable_data() + i * width,
+                                              l1.mutable_data() + i);
+    return py::make_tuple(out, top, l1);
+  });
   m.def("_kernel_int8_upper", [](const std::string& level, const py::array_t<std::int32_t, py::array::c_style>& acc,
                                   const F& step, const F& sample_term, const F& half_step, float row_scale,
                                   float row_offset, float row_term, const F& bar) {

@@ -57,7 +57,9 @@ bool supported(SimdLevel level) {
              os_saves(0xE6);
     case SimdLevel::kAvx512Bf16:
       __builtin_cpu_init();
-      return supported(SimdLevel::kAvx512) && __builtin_cpu_supports("avx512bf16");
+      // VNNI too (its int8 scores): every CPU with BF16 has it, and the check keeps one that might not out.
+      return supported(SimdLevel::kAvx512) && __builtin_cpu_supports("avx512bf16") &&
+             __builtin_cpu_supports("avx512vnni");
     case SimdLevel::kAmxBf16:
       return supported(SimdLevel::kAvx512Bf16) && amx_permitted();
 #endif

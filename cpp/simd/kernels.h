@@ -60,7 +60,8 @@ struct Kernels {
   // Integer scores of `samples` rows of h against `rows` rows of w, both `depth` bytes per row:
   // out[i * ldo + b] = sum_j w[i * depth + j] * h[b * depth + j], exact in int32. depth is a
   // multiple of kInt8Depth, h values are at most kInt8SampleMax and w values within
-  // [-kInt8WeightMax, kInt8WeightMax], so the wide levels add two byte-pair sums in 16 bits.
+  // [-kInt8WeightMax, kInt8WeightMax], so the AVX2 kernels add two byte-pair sums in 16 bits
+  // (avx512_bf16's VNNI ones sum four products straight into 32).
   void (*int8_scores)(std::size_t rows, std::size_t samples, std::size_t depth, const std::int8_t* w,
                       const std::uint8_t* h, std::int32_t* out, std::size_t ldo);
   // One output row's upper bounds over n samples from its int8 scores (train/quantized_scan.cpp
@@ -82,6 +83,13 @@ struct Kernels {
   // score reaches their bar (s[b] >= bar[b], or NaN) written to hits in increasing order; returns
   // how many. The scan then looks at those samples only.
   std::size_t (*add_bias_hits)(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits);
+  // One row of n weights as bytes for int8_scores (train/quantized_scan.cpp): out[j] = w[j] x
+  // kInt8WeightMax / max|w| rounded to nearest, ties to even, whatever the rounding mode (so within
+  // half a step, as the scan's bound needs), in [-kInt8WeightMax, kInt8WeightMax]. Returns max|w|
+  // and sets *l1 to sum |w|; when that is NaN or infinite, out is left unwritten. Every level
+  // writes the same bytes and maximum; l1 is summed in the level's order (it only scales a bound
+  // that carries a margin for rounding).
+  float (*int8_quantize)(const float* w, std::size_t n, std::int8_t* out, float* l1);
 };
 
 // Whether `k` multiplies BF16 matrices in hardware, so that rounding to BF16 buys speed.

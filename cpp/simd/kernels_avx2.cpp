@@ -288,6 +288,50 @@ bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step, const
   return tail || _mm256_movemask_ps(reached) != 0;
 }
 
+// Eight weights at a time; a tail of fewer goes through a zero-padded copy, so every weight takes
+// the vector path: a scalar tail compiled here could fuse the multiply into an add the scalar
+// level rounds apart.
+float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) {
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  float tail[8] = {};
+  const std::size_t whole = n / 8 * 8;
+  std::copy(w + whole, w + n, tail);
+  __m256 top = _mm256_setzero_ps(), sum = _mm256_setzero_ps();
+  for (std::size_t j = 0; j <= whole; j += 8) {
+    if (j == whole && j == n) break;
+    const __m256 a = _mm256_and_ps(_mm256_loadu_ps(j < whole ? w + j : tail), magnitude);
+    top = _mm256_max_ps(top, a);
+    sum = _mm256_add_ps(sum, a);
+  }
+  __m128 t = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+  t = _mm_max_ps(t, _mm_movehl_ps(t, t));
+  t = _mm_max_ss(t, _mm_shuffle_ps(t, t, 1));
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+  const float most = _mm_cvtss_f32(t);
+  *l1 = _mm_cvtss_f32(s4);
+  if (!std::isfinite(*l1)) return most;
+  const __m256 inverse = _mm256_set1_ps(most > 0.0f ? kInt8WeightMax / most : 0.0f);
+  const __m256i low = _mm256_set1_epi32(-kInt8WeightMax), high = _mm256_set1_epi32(kInt8WeightMax);
+  for (std::size_t j = 0; j <= whole; j += 8) {
+    if (j == whole && j == n) break;
+    const __m256 y = _mm256_mul_ps(_mm256_loadu_ps(j < whole ? w + j : tail), inverse);
+    const __m256i q = _mm256_min_epi32(_mm256_max_epi32(
+        _mm256_cvttps_epi32(_mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), low), high);
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i bytes = _mm_packs_epi16(words, words);
+    if (j < whole) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), bytes);
+    } else {
+      alignas(16) std::int8_t last[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(last), bytes);
+      std::copy(last, last + (n - whole), out + j);
+    }
+  }
+  return most;
+}
+
 std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits) {
   const __m256 add = _mm256_set1_ps(bias);
   std::size_t count = 0, b = 0;
@@ -385,7 +429,7 @@ void wta(const float* x, std::size_t, const std::uint32_t* coords, std::size_t w
 
 const Kernels& avx2_kernels() {
   static const Kernels k{SimdLevel::kAvx2, "avx2", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16, dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, int8_scores, int8_upper,
-                         scalar_kernels().gemm_bf16, add_bias_hits};
+                         scalar_kernels().gemm_bf16, add_bias_hits, int8_quantize};
   return k;
 }
 

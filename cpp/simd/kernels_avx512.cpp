@@ -153,6 +153,30 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
   Avx512Tile<FmaStep>::gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
+// Sixteen weights at a time, the tail masked: no scalar code, which could round differently here.
+float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) {
+  __m512 top = _mm512_setzero_ps(), sum = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < n; j += 16) {
+    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+    const __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(k, w + j));
+    top = _mm512_max_ps(top, a);
+    sum = _mm512_add_ps(sum, a);
+  }
+  const float most = _mm512_reduce_max_ps(top);
+  *l1 = _mm512_reduce_add_ps(sum);
+  if (!std::isfinite(*l1)) return most;
+  const __m512 inverse = _mm512_set1_ps(most > 0.0f ? kInt8WeightMax / most : 0.0f);
+  const __m512i low = _mm512_set1_epi32(-kInt8WeightMax), high = _mm512_set1_epi32(kInt8WeightMax);
+  for (std::size_t j = 0; j < n; j += 16) {
+    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+    const __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, w + j), inverse);
+    const __m512i q = _mm512_min_epi32(_mm512_max_epi32(
+        _mm512_cvt_roundps_epi32(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), low), high);
+    _mm512_mask_cvtepi32_storeu_epi8(out + j, k, q);
+  }
+  return most;
+}
+
 std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits) {
   const __m512 add = _mm512_set1_ps(bias);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -267,10 +291,10 @@ void wta(const float* x, std::size_t dim, const std::uint32_t* coords, std::size
 }  // namespace
 
 const Kernels& avx512_kernels() {
-  // The AVX2 int8 kernels serve here: 512-bit (or VNNI) ones wait for a CPU to test them on.
+  // The AVX2 int8 kernels serve here; avx512_bf16, whose CPUs all have VNNI, has its own.
   static const Kernels k{SimdLevel::kAvx512, "avx512", dot, axpy, adam, sgd, adagrad, to_bf16, from_bf16,
                          dot_bf16, axpy_bf16, gemm, max_value, exp_sum, wta, avx2_kernels().int8_scores,
-                         avx2_kernels().int8_upper, scalar_kernels().gemm_bf16, add_bias_hits};
+                         avx2_kernels().int8_upper, scalar_kernels().gemm_bf16, add_bias_hits, int8_quantize};
   return k;
 }
 

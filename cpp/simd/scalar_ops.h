@@ -134,6 +134,33 @@ inline bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step
   return hit;
 }
 
+// Rounds to nearest, ties to even, from exact steps alone (y - trunc(y) is exact below 2^23), so the
+// floating-point rounding mode cannot move it, as the vector levels' explicit rounding cannot.
+inline int nearest_even(float y) {
+  const float whole = std::trunc(y), rest = y - whole;
+  int q = static_cast<int>(whole);
+  if (rest > 0.5f || (rest == 0.5f && (q & 1))) ++q;
+  else if (rest < -0.5f || (rest == -0.5f && (q & 1))) --q;
+  return q;
+}
+
+inline float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) {
+  float top = 0.0f, sum = 0.0f;
+  for (std::size_t j = 0; j < n; ++j) {
+    const float a = std::fabs(w[j]);
+    top = a > top ? a : top;
+    sum += a;
+  }
+  *l1 = sum;
+  if (!std::isfinite(sum)) return top;
+  const float inverse = top > 0.0f ? kInt8WeightMax / top : 0.0f;
+  for (std::size_t j = 0; j < n; ++j) {
+    const int q = nearest_even(w[j] * inverse);
+    out[j] = static_cast<std::int8_t>(q < -kInt8WeightMax ? -kInt8WeightMax : (q > kInt8WeightMax ? kInt8WeightMax : q));
+  }
+  return top;
+}
+
 inline std::size_t add_bias_hits(float* s, std::size_t n, float bias, const float* bar, std::uint32_t* hits) {
   std::size_t count = 0;
   for (std::size_t b = 0; b < n; ++b) {

@@ -74,21 +74,16 @@ QuantizedRows quantize_rows(const Parameters& p, int threads) {
   q.weights.assign(static_cast<std::size_t>(q.rows) * q.depth, 0);
   q.scale.resize(q.rows);
   q.l1.resize(q.rows);
+  const Kernels& k = kernels();
   std::atomic<bool> finite{true};
   parallel_for(threads, q.rows, [&](std::int64_t i) {
-    const float* w = p.row(static_cast<std::uint32_t>(i));
-    float top = 0.0f, l1 = 0.0f;
-    for (std::size_t j = 0; j < q.width; ++j) {
-      top = std::max(top, std::fabs(w[j]));
-      l1 += std::fabs(w[j]);
-    }
+    float l1 = 0.0f;
+    const float top = k.int8_quantize(p.row(static_cast<std::uint32_t>(i)), q.width,
+                                      &q.weights[static_cast<std::size_t>(i) * q.depth], &l1);
     if (!std::isfinite(l1)) {  // NaN and inf weights, and sums too large for a float
       finite.store(false, std::memory_order_relaxed);
       return;
     }
-    const float inverse = top > 0.0f ? kInt8WeightMax / top : 0.0f;
-    std::int8_t* out = &q.weights[static_cast<std::size_t>(i) * q.depth];
-    for (std::size_t j = 0; j < q.width; ++j) out[j] = static_cast<std::int8_t>(std::clamp(nearest(w[j] * inverse), -kInt8WeightMax, kInt8WeightMax));
     q.scale[i] = top / kInt8WeightMax;
     q.l1[i] = l1;
   });

@@ -289,7 +289,7 @@ def test_gemm_writes_nothing_past_the_last_column(level, n):
 
 
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
-@pytest.mark.parametrize("rows", [1, 2, 3, 7])
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 7, 9])
 @pytest.mark.parametrize("samples", [1, 3, 4, 5, 9])
 @pytest.mark.parametrize("depth", [64, 128, 192])
 def test_int8_scores_are_exact(level, rows, samples, depth):
@@ -304,6 +304,35 @@ def test_int8_scores_are_exact(level, rows, samples, depth):
         w[1, :] = 127
     exact = w.astype(np.int64) @ h.astype(np.int64).T
     np.testing.assert_array_equal(_core._kernel_int8_scores(level, w, h), exact)
+
+
+@pytest.mark.parametrize("level", ["scalar", *LEVELS])
+@pytest.mark.parametrize("width", [1, 7, 8, 9, 15, 16, 17, 33, 128, 256, 300])
+def test_int8_quantize_rounds_every_weight_as_the_scalar_level_does(level, width):
+    """Every level's bytes and maxima equal the scalar level's, bit for bit: a row of random
+    weights, one of exact ties (x.5 steps, rounded to even), one of zeros, one whose largest
+    weight is negative, and one with a NaN or an inf (l1 not finite). The bytes lie within half a
+    step of each weight, as the scan's bound needs, and l1 is the sum of |w|."""
+    rng = np.random.default_rng(width)
+    w = rng.normal(size=(6, width)).astype(np.float32)
+    w[1] = (np.arange(width) % 7 - 3.5).astype(np.float32)
+    w[1, 0] = 127.0  # the step is then 1: the .5 values are exact ties
+    w[2] = 0.0
+    w[3] = np.abs(w[3])
+    w[3, width // 2] = -10.0
+    w[4, width - 1], w[5, 0] = np.nan, np.inf
+    got, top, l1 = _core._kernel_int8_quantize(level, w)
+    want, want_top, want_l1 = _core._kernel_int8_quantize("scalar", w)
+    finite = np.all(np.isfinite(w), axis=1)
+    np.testing.assert_array_equal(got[finite], want[finite])
+    np.testing.assert_array_equal(top[finite], want_top[finite])
+    np.testing.assert_allclose(l1[finite], np.abs(w[finite]).astype(np.float64).sum(axis=1), rtol=1e-5)
+    assert not np.any(np.isfinite(l1[~finite]))
+    assert np.all(np.abs(got[finite]) <= 127) and got[1, 0] == 127
+    if width > 1:
+        np.testing.assert_array_equal(got[1, 1:8], [-2, -2, 0, 0, 2, 2, -4][:min(7, width - 1)])
+    step = np.where(top > 0, top / 127, 1.0)[:, None]
+    assert np.all(np.abs(w[finite] - step[finite] * got[finite]) <= step[finite] * (0.5 + 1e-6))
 
 
 @pytest.mark.parametrize("level", ["scalar", *LEVELS])
