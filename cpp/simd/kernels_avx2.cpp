@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "simd/gemm_blocking.h"
+#include "simd/int8_blocking.h"
 #include "simd/kernels.h"
 #include "simd/scalar_ops.h"
 
@@ -207,67 +208,53 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
 // byte pairs into 16-bit sums (at most 2 x 63 x 127), two of which still fit in 16 bits before
 // madd widens them to 32.
 template <int R, int S>
-inline void int8_tile(std::size_t depth, const std::int8_t* w, const std::uint8_t* h, std::int32_t* out,
-                      std::size_t ldo) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[R][S];
+struct Int8Tile {
+  static void run(std::size_t depth, const std::int8_t* w, const std::uint8_t* h, std::int32_t* out, std::size_t ldo) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[R][S];
 #pragma GCC unroll 2
-  for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int b = 0; b < S; ++b) acc[r][b] = _mm256_setzero_si256();
+      for (int b = 0; b < S; ++b) acc[r][b] = _mm256_setzero_si256();
 #pragma GCC unroll 2
-  for (std::size_t j = 0; j < depth; j += kInt8Depth) {
-    __m256i lo[R], hi[R];
-#pragma GCC unroll 2
-    for (int r = 0; r < R; ++r) {
-      lo[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + r * depth + j));
-      hi[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + r * depth + j + 32));
-    }
-#pragma GCC unroll 4
-    for (int b = 0; b < S; ++b) {
-      const __m256i h_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + b * depth + j));
-      const __m256i h_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + b * depth + j + 32));
+    for (std::size_t j = 0; j < depth; j += kInt8Depth) {
+      __m256i lo[R], hi[R];
 #pragma GCC unroll 2
       for (int r = 0; r < R; ++r) {
-        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(h_lo, lo[r]), _mm256_maddubs_epi16(h_hi, hi[r]));
-        acc[r][b] = _mm256_add_epi32(acc[r][b], _mm256_madd_epi16(pairs, ones));
+        lo[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + r * depth + j));
+        hi[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + r * depth + j + 32));
       }
-    }
-  }
-#pragma GCC unroll 2
-  for (int r = 0; r < R; ++r) {
-    if constexpr (S == 4) {
-      const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), _mm256_hadd_epi32(acc[r][2], acc[r][3]));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ldo),
-                       _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1)));
-    } else {
+#pragma GCC unroll 4
       for (int b = 0; b < S; ++b) {
-        const __m128i x = _mm_add_epi32(_mm256_castsi256_si128(acc[r][b]), _mm256_extracti128_si256(acc[r][b], 1));
-        const __m128i y = _mm_hadd_epi32(x, x);
-        out[r * ldo + b] = _mm_cvtsi128_si32(_mm_hadd_epi32(y, y));
+        const __m256i h_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + b * depth + j));
+        const __m256i h_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + b * depth + j + 32));
+#pragma GCC unroll 2
+        for (int r = 0; r < R; ++r) {
+          const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(h_lo, lo[r]), _mm256_maddubs_epi16(h_hi, hi[r]));
+          acc[r][b] = _mm256_add_epi32(acc[r][b], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) {
+      if constexpr (S == 4) {
+        const __m256i x = _mm256_hadd_epi32(_mm256_hadd_epi32(acc[r][0], acc[r][1]), _mm256_hadd_epi32(acc[r][2], acc[r][3]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ldo),
+                         _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1)));
+      } else {
+        for (int b = 0; b < S; ++b) {
+          const __m128i x = _mm_add_epi32(_mm256_castsi256_si128(acc[r][b]), _mm256_extracti128_si256(acc[r][b], 1));
+          const __m128i y = _mm_hadd_epi32(x, x);
+          out[r * ldo + b] = _mm_cvtsi128_si32(_mm_hadd_epi32(y, y));
+        }
       }
     }
   }
-}
-
-template <int R>
-inline void int8_rows(std::size_t samples, std::size_t depth, const std::int8_t* w, const std::uint8_t* h,
-                      std::int32_t* out, std::size_t ldo) {
-  std::size_t b = 0;
-  for (; b + 4 <= samples; b += 4) int8_tile<R, 4>(depth, w, h + b * depth, out + b, ldo);
-  switch (samples - b) {
-    case 3: int8_tile<R, 3>(depth, w, h + b * depth, out + b, ldo); break;
-    case 2: int8_tile<R, 2>(depth, w, h + b * depth, out + b, ldo); break;
-    case 1: int8_tile<R, 1>(depth, w, h + b * depth, out + b, ldo); break;
-    default: break;
-  }
-}
+};
 
 void int8_scores(std::size_t rows, std::size_t samples, std::size_t depth, const std::int8_t* w,
                  const std::uint8_t* h, std::int32_t* out, std::size_t ldo) {
-  std::size_t i = 0;
-  for (; i + 2 <= rows; i += 2) int8_rows<2>(samples, depth, w + i * depth, h, out + i * ldo, ldo);
-  if (i < rows) int8_rows<1>(samples, depth, w + i * depth, h, out + i * ldo, ldo);
+  int8_blocking::scores<Int8Tile, 2>(rows, samples, depth, w, h, out, ldo);
 }
 
 bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step, const float* sample_term,

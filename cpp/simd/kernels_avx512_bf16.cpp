@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "simd/avx512_tile.h"
+#include "simd/int8_blocking.h"
 #include "simd/kernels.h"
 
 namespace slide {
@@ -69,57 +70,38 @@ inline __m128i lane_sums(__m512i a, __m512i b, __m512i c, __m512i d) {
 // one vpdpbusd a pair: four byte products summed straight into each 32-bit lane, where AVX2 needs
 // maddubs, a 16-bit add and madd. Exact, as the AVX2 sums are within the kernel's value bounds.
 template <int R, int S>
-inline void int8_tile(std::size_t depth, const std::int8_t* w, const std::uint8_t* h, std::int32_t* out,
-                      std::size_t ldo) {
-  __m512i acc[R][S];
+struct Int8Tile {
+  static void run(std::size_t depth, const std::int8_t* w, const std::uint8_t* h, std::int32_t* out, std::size_t ldo) {
+    __m512i acc[R][S];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int b = 0; b < S; ++b) acc[r][b] = _mm512_setzero_si512();
-  for (std::size_t j = 0; j < depth; j += kInt8Depth) {
-    __m512i rows[R];
+      for (int b = 0; b < S; ++b) acc[r][b] = _mm512_setzero_si512();
+    for (std::size_t j = 0; j < depth; j += kInt8Depth) {
+      __m512i rows[R];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) rows[r] = _mm512_loadu_si512(w + r * depth + j);
+      for (int r = 0; r < R; ++r) rows[r] = _mm512_loadu_si512(w + r * depth + j);
 #pragma GCC unroll 4
-    for (int b = 0; b < S; ++b) {
-      const __m512i sample = _mm512_loadu_si512(h + b * depth + j);
+      for (int b = 0; b < S; ++b) {
+        const __m512i sample = _mm512_loadu_si512(h + b * depth + j);
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], sample, rows[r]);
+        for (int r = 0; r < R; ++r) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], sample, rows[r]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      if constexpr (S == 4) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ldo), lane_sums(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+      } else {
+        for (int b = 0; b < S; ++b) out[r * ldo + b] = _mm512_reduce_add_epi32(acc[r][b]);
+      }
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    if constexpr (S == 4) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ldo), lane_sums(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    } else {
-      for (int b = 0; b < S; ++b) out[r * ldo + b] = _mm512_reduce_add_epi32(acc[r][b]);
-    }
-  }
-}
-
-template <int R>
-inline void int8_rows(std::size_t samples, std::size_t depth, const std::int8_t* w, const std::uint8_t* h,
-                      std::int32_t* out, std::size_t ldo) {
-  std::size_t b = 0;
-  for (; b + 4 <= samples; b += 4) int8_tile<R, 4>(depth, w, h + b * depth, out + b, ldo);
-  switch (samples - b) {
-    case 3: int8_tile<R, 3>(depth, w, h + b * depth, out + b, ldo); break;
-    case 2: int8_tile<R, 2>(depth, w, h + b * depth, out + b, ldo); break;
-    case 1: int8_tile<R, 1>(depth, w, h + b * depth, out + b, ldo); break;
-    default: break;
-  }
-}
+};
 
 void int8_scores(std::size_t rows, std::size_t samples, std::size_t depth, const std::int8_t* w,
                  const std::uint8_t* h, std::int32_t* out, std::size_t ldo) {
-  std::size_t i = 0;
-  for (; i + 4 <= rows; i += 4) int8_rows<4>(samples, depth, w + i * depth, h, out + i * ldo, ldo);
-  switch (rows - i) {
-    case 3: int8_rows<3>(samples, depth, w + i * depth, h, out + i * ldo, ldo); break;
-    case 2: int8_rows<2>(samples, depth, w + i * depth, h, out + i * ldo, ldo); break;
-    case 1: int8_rows<1>(samples, depth, w + i * depth, h, out + i * ldo, ldo); break;
-    default: break;
-  }
+  int8_blocking::scores<Int8Tile, 4>(rows, samples, depth, w, h, out, ldo);
 }
 
 }  // namespace
