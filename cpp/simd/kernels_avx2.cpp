@@ -279,17 +279,20 @@ bool int8_upper(const std::int32_t* acc, std::size_t n, const float* step, const
 // the vector path: a scalar tail compiled here could fuse the multiply into an add the scalar
 // level rounds apart.
 float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) {
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  float tail[8] = {};
   const std::size_t whole = n / 8 * 8;
+  float tail[8] = {};
   std::copy(w + whole, w + n, tail);
+  const auto eights = [&](auto&& step) {  // step(j, the 8 weights from j)
+    for (std::size_t j = 0; j < whole; j += 8) step(j, _mm256_loadu_ps(w + j));
+    if (whole < n) step(whole, _mm256_loadu_ps(tail));
+  };
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   __m256 top = _mm256_setzero_ps(), sum = _mm256_setzero_ps();
-  for (std::size_t j = 0; j <= whole; j += 8) {
-    if (j == whole && j == n) break;
-    const __m256 a = _mm256_and_ps(_mm256_loadu_ps(j < whole ? w + j : tail), magnitude);
+  eights([&](std::size_t, __m256 x) {
+    const __m256 a = _mm256_and_ps(x, magnitude);
     top = _mm256_max_ps(top, a);
     sum = _mm256_add_ps(sum, a);
-  }
+  });
   __m128 t = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
   t = _mm_max_ps(t, _mm_movehl_ps(t, t));
   t = _mm_max_ss(t, _mm_shuffle_ps(t, t, 1));
@@ -301,21 +304,19 @@ float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) 
   if (!std::isfinite(*l1)) return most;
   const __m256 inverse = _mm256_set1_ps(most > 0.0f ? kInt8WeightMax / most : 0.0f);
   const __m256i low = _mm256_set1_epi32(-kInt8WeightMax), high = _mm256_set1_epi32(kInt8WeightMax);
-  for (std::size_t j = 0; j <= whole; j += 8) {
-    if (j == whole && j == n) break;
-    const __m256 y = _mm256_mul_ps(_mm256_loadu_ps(j < whole ? w + j : tail), inverse);
-    const __m256i q = _mm256_min_epi32(_mm256_max_epi32(
-        _mm256_cvttps_epi32(_mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), low), high);
+  eights([&](std::size_t j, __m256 x) {
+    const __m256 y = _mm256_round_ps(_mm256_mul_ps(x, inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i q = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(y), low), high);
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     const __m128i bytes = _mm_packs_epi16(words, words);
     if (j < whole) {
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), bytes);
-    } else {
+    } else {  // the tail: only its n - whole bytes are the row's
       alignas(16) std::int8_t last[16];
       _mm_store_si128(reinterpret_cast<__m128i*>(last), bytes);
       std::copy(last, last + (n - whole), out + j);
     }
-  }
+  });
   return most;
 }
 

@@ -157,7 +157,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size
 float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) {
   __m512 top = _mm512_setzero_ps(), sum = _mm512_setzero_ps();
   for (std::size_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - j);
     const __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(k, w + j));
     top = _mm512_max_ps(top, a);
     sum = _mm512_add_ps(sum, a);
@@ -168,7 +168,7 @@ float int8_quantize(const float* w, std::size_t n, std::int8_t* out, float* l1) 
   const __m512 inverse = _mm512_set1_ps(most > 0.0f ? kInt8WeightMax / most : 0.0f);
   const __m512i low = _mm512_set1_epi32(-kInt8WeightMax), high = _mm512_set1_epi32(kInt8WeightMax);
   for (std::size_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - j);
     const __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, w + j), inverse);
     const __m512i q = _mm512_min_epi32(_mm512_max_epi32(
         _mm512_cvt_roundps_epi32(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), low), high);

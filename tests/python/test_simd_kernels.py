@@ -322,7 +322,7 @@ def test_int8_quantize_rounds_every_weight_as_the_scalar_level_does(level, width
     w[3, width // 2] = -10.0
     w[4, width - 1], w[5, 0] = np.nan, np.inf
     got, top, l1 = _core._kernel_int8_quantize(level, w)
-    want, want_top, want_l1 = _core._kernel_int8_quantize("scalar", w)
+    want, want_top, _ = _core._kernel_int8_quantize("scalar", w)
     finite = np.all(np.isfinite(w), axis=1)
     np.testing.assert_array_equal(got[finite], want[finite])
     np.testing.assert_array_equal(top[finite], want_top[finite])
