@@ -196,6 +196,10 @@ def _c_of(final: dict) -> str:
     return "" if final.get("rerank_c") is None else f", C {final['rerank_c']:g}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def _time_report(final: dict) -> str:
     """Where the run's time went: training, and what it spent besides."""
     train, ev, ck, end = (final["train_seconds"], final["eval_seconds"], final["checkpoint_seconds"],
@@ -205,7 +209,7 @@ def _time_report(final: dict) -> str:
     share = lambda x: f"{x / total:.0%}" if total > 0 else "-"  # noqa: E731
     after = f"vote and re-ranker {fusion:,.1f}s ({share(fusion)}), " if fusion > 0 else ""
     return (f"time: training {train:,.1f}s ({share(train)}), evaluation during training {ev:,.1f}s "
-            f"({final['evaluations'] - 1} run, {share(ev)}), checkpoints {ck:,.1f}s ({final['checkpoints']} "
+            f"({_count(final['evaluations'], 'run')}, {share(ev)}), checkpoints {ck:,.1f}s ({final['checkpoints']} "
             f"written, {share(ck)}), {after}final evaluation and model.npz {end:,.1f}s ({share(end)})")
 
 

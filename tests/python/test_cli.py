@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,6 +58,11 @@ def test_train_default_fills_the_run_folder(trained_run):
     assert records[-1]["P@1"] > 0.3 and all(r["wall_seconds"] >= 0 for r in records)
     config = json.loads((out / "config.json").read_text())
     assert config["dataset"] == "default" and config["epochs"] == 2 and config["lsh"]["k"] == 3
+    # The time line counts the test evaluations during training, the final one apart.
+    during = sum(1 for r in records if r["kind"] in ("periodic", "epoch") and "P@1" in r)
+    assert records[-1]["evaluations"] == during
+    runs_said = re.search(r"evaluation during training [\d,.]+s \((\d+) runs?,", r.stdout)
+    assert runs_said and int(runs_said.group(1)) == during, r.stdout[-400:]
 
 
 def test_a_short_run_writes_no_checkpoint_at_its_end_and_its_resume_starts_again(tmp_path):
