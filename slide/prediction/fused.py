@@ -14,6 +14,7 @@ from ..label_tree import LabelForest
 from ..metrics import pair_keys
 from ..neighbours import Fusion, NeighbourMemory, pick_weights
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
+from .weight_grid import NEIGHBOURHOOD, neighbourhood_means
 
 # Pairs whose logits are computed at once for the voted labels: each gathered block (1 KB a pair
 # at hidden 256) stays below the 4 MiB from which NumPy asks for huge pages, and small blocks are
@@ -135,9 +136,10 @@ class VotedNetwork:
                      ) -> tuple[Optional[ShortlistReranker], tuple[float, float], dict[tuple[float, float], float], float]:
         """(the re-ranker, the (vote weight, re-ranker weight) pair, that re-ranker's every pair's
         score at the tree weight picked, the tree weight from `tree_weights`) with the best
-        `monitor` on X, Y. `rerankers`, alternatives to this one trained on the same lists
-        (another C), are each scored on the same candidates as they come and kept only while
-        best; this one stays unless one does strictly better, and so do smaller tree weights."""
+        `monitor` on X, Y, each triple judged with its neighbours on the grid (`_grid_pick`).
+        `rerankers`, alternatives to this one trained on the same lists (another C), are each
+        scored on the same candidates as they come and kept only while best; this one stays
+        unless one does strictly better, and so do smaller tree weights."""
         fusion, _, known = self._fusion(X, max(ks), dense)
         # Under MPI each rank scores its own rows; every rank picks from the means over all of them.
         over_ranks = lambda report: self.net.ranks.mean(report, X.shape[0])  # noqa: E731
@@ -148,17 +150,20 @@ class VotedNetwork:
                                                                                 self.reranker.trained_on):
                     raise ValueError("the re-rankers compared must re-score the same lists as the network's own")
                 fusion.rescore(known.scorer(reranker))
-            tree_weight, pair, scores = _grid_pick(fusion, Y, ks, monitor, weights, rerank_weights, tree_weights,
-                                                   over_ranks)
-            if best is None or scores[pair] > best[2][best[1]]:
-                best = (reranker, pair, scores, tree_weight)
-        return best
+            tree_weight, pair, scores, judged = _grid_pick(fusion, Y, ks, monitor, weights, rerank_weights,
+                                                           tree_weights, over_ranks)
+            if best is None or judged > best[1]:
+                best = ((reranker, pair, scores, tree_weight), judged)
+        return best[0]
 
 
 def _grid_pick(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, weights: tuple,
-               rerank_weights: tuple, tree_weights: tuple, combine) -> tuple[float, tuple, dict]:
-    """(tree weight, (vote, re-ranker) pair, every pair's score at that tree weight): the best of
-    every triple, ties to the smaller tree weight, then the smaller pair.
+               rerank_weights: tuple, tree_weights: tuple, combine, steps: int = NEIGHBOURHOOD
+               ) -> tuple[float, tuple, dict, float]:
+    """(tree weight, (vote, re-ranker) pair, every pair's score at that tree weight, the pick's
+    judged score): every triple scored, each judged by the mean of the scores within `steps` of it
+    on the grid (`weight_grid`; 0: by its own), the best judged picked; ties to the smaller tree
+    weight, then the smaller pair.
 
     Why every triple, not coordinate steps (the best pair at tree weight 0, the best tree weight
     beside it, the best pair again): at tree weight 0 the pair picked leans on the vote to do the
@@ -172,13 +177,16 @@ def _grid_pick(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: s
     against 0.6464 / 0.3272, debian-deps 0.7069 / 0.3715 against 0.7067 / 0.3715; it then cost up
     to 1.4 s of training, until `pick_weights` scored only the points with a label among their
     candidates: the 650 triples on debian-rdeps' 522 held-out points now take 0.27 s."""
-    best = None
-    for tree_weight in tree_weights:
-        pair, scores = pick_weights(fusion, Y, ks, monitor, weights, rerank_weights, combine=combine,
-                                    tree_weight=tree_weight)
-        if best is None or scores[pair] > best[2][best[1]]:
-            best = (tree_weight, pair, scores)
-    return best
+    weights, rerank_weights, tree_weights = sorted(weights), sorted(rerank_weights), sorted(tree_weights)
+    by_tree = {tree_weight: pick_weights(fusion, Y, ks, monitor, tuple(weights), tuple(rerank_weights),
+                                         combine=combine, tree_weight=tree_weight)[1]
+               for tree_weight in tree_weights}
+    judged = neighbourhood_means(np.array([[[by_tree[t][(w, r)] for r in rerank_weights] for w in weights]
+                                           for t in tree_weights]), steps)
+    # rounded, so that triples whose means differ only by the order of their sums tie
+    t, w, r = max(np.ndindex(judged.shape), key=lambda at: (round(float(judged[at]), 12), -tree_weights[at[0]],
+                                                            -weights[at[1]], -rerank_weights[at[2]]))
+    return tree_weights[t], (weights[w], rerank_weights[r]), by_tree[tree_weights[t]], float(judged[t, w, r])
 
 
 def with_candidates(votes: sp.csr_matrix, ids: np.ndarray) -> sp.csr_matrix:

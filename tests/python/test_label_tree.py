@@ -468,13 +468,50 @@ def test_the_tree_weight_is_picked_with_every_pair_and_ties_go_to_the_smaller():
     logits_of = lambda rows, labels: np.where(np.isin(labels, [0, 2]), 0.9, 1.0).astype(np.float32)  # noqa: E731
     tree_of = lambda rows, labels: np.where(np.isin(labels, [0, 2]), 0.0, -1.0)  # noqa: E731
     fusion = Fusion(ids, logits, votes, logits_of, None, tree_of)
-    without_tree = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0,), None)
-    assert without_tree[1:] == ((1.0, 0.0), {(0.0, 0.0): 0.0, (1.0, 0.0): 0.5})
+    # Each triple by its own score (steps=0): the argmax, ties to the smaller weights.
+    without_tree = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0,), None, steps=0)
+    assert without_tree[1:] == ((1.0, 0.0), {(0.0, 0.0): 0.0, (1.0, 0.0): 0.5}, 0.5)
     # Beside that pair no tree weight helps (steps from it would stop there); without the vote,
     # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1 on both rows.
-    tree_weight, pair, scores = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0, 0.5, 1.0, 2.0), None)
-    assert (tree_weight, pair, scores[pair]) == (0.5, (0.0, 0.0), 1.0)
+    tree_weight, pair, scores, judged = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,),
+                                                   (0.0, 0.5, 1.0, 2.0), None, steps=0)
+    assert (tree_weight, pair, scores[pair], judged) == (0.5, (0.0, 0.0), 1.0, 1.0)
     assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [1, 3]  # without the tree, the logits rank
+
+
+def test_by_default_each_triple_is_judged_with_its_neighbours_on_the_grid():
+    from slide.neighbours import Fusion, pick_weights
+    from slide.prediction.fused import _grid_pick
+    from slide.prediction.weight_grid import NEIGHBOURHOOD
+    rng = np.random.default_rng(4)
+    n, k = 40, 4
+    ids = np.tile(np.arange(k, dtype=np.int32), (n, 1))
+    logits = rng.normal(size=(n, k)).astype(np.float32)
+    truth = sp.csr_matrix((np.ones(n), (np.arange(n), rng.integers(0, k, n))), shape=(n, k))
+    votes = sp.csr_matrix(rng.random((n, k)).astype(np.float32) * (rng.random((n, k)) < 0.5))
+    logits_of = lambda rows, labels: logits[rows, labels]  # noqa: E731
+    tree = rng.normal(size=(n, k)).astype(np.float32)
+    rerank = rng.normal(size=(n, k)).astype(np.float32)
+    fusion = Fusion(ids, logits, votes, logits_of, lambda rows, labels: rerank[rows, labels],
+                    lambda rows, labels: tree[rows, labels])
+    weights, rerank_weights, tree_weights = (0.0, 0.5, 1.0, 2.0, 4.0), (0.0, 1.0, 2.0), (0.0, 0.5, 1.0, 2.0)
+    got = _grid_pick(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weights, None)
+    # By brute force: each triple's mean over the triples one step from it along any axis.
+    raw = {t: pick_weights(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weight=t)[1] for t in tree_weights}
+    axes = (tree_weights, weights, rerank_weights)
+    def judged(at):
+        near = [raw[tree_weights[a]][(weights[b], rerank_weights[c])]
+                for a in range(len(tree_weights)) for b in range(len(weights)) for c in range(len(rerank_weights))
+                if max(abs(a - at[0]), abs(b - at[1]), abs(c - at[2])) <= NEIGHBOURHOOD]
+        return sum(near) / len(near)
+    cells = [(a, b, c) for a in range(4) for b in range(5) for c in range(3)]
+    best = max(cells, key=lambda at: (round(judged(at), 12), *(-axes[i][at[i]] for i in range(3))))
+    assert NEIGHBOURHOOD == 1
+    assert got[0] == tree_weights[best[0]] and got[1] == (weights[best[1]], rerank_weights[best[2]])
+    assert got[2] == raw[got[0]] and got[3] == pytest.approx(judged(best))
+    # The neighbourhood changes the pick here: the best triple alone is another.
+    alone = _grid_pick(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weights, None, steps=0)
+    assert (alone[0], alone[1]) != (got[0], got[1])
 
 
 def test_at_vote_weight_0_the_neighbours_labels_stay_candidates_beside_a_tree_as_when_the_weights_were_picked():
@@ -513,3 +550,20 @@ def test_the_beams_top_per_row_is_a_full_sorts_with_ties_in_the_order_given(seed
     got = best_per_row(rows, items, scores, keep)
     for a, b in zip(got, _best_per_row_by_sorting_everything(rows, items, scores, keep)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_grids_neighbourhood_means_cut_at_its_edges():
+    from slide.prediction.weight_grid import neighbourhood_means
+    # A lone peak loses to a plateau once each cell is judged with its neighbours.
+    line = np.array([0.0, 0.0, 1.0, 0.0, 0.75, 0.75, 0.75])
+    judged = neighbourhood_means(line, 1)
+    assert judged == pytest.approx([0.0, 1 / 3, 1 / 3, 1.75 / 3, 0.5, 0.75, 0.75])
+    assert int(np.argmax(line)) == 2 and int(np.argmax(judged)) == 5
+    assert np.array_equal(neighbourhood_means(line, 0), line)
+    grid = np.random.default_rng(0).random((3, 4, 2))
+    brute = np.array([[[grid[max(0, a - 1):a + 2, max(0, b - 1):b + 2, max(0, c - 1):c + 2].mean() for c in range(2)]
+                       for b in range(4)] for a in range(3)])
+    assert neighbourhood_means(grid, 1) == pytest.approx(brute)
+    assert neighbourhood_means(grid, 5) == pytest.approx(np.full(grid.shape, grid.mean()))
+    with pytest.raises(ValueError, match="steps must be at least 0"):
+        neighbourhood_means(grid, -1)

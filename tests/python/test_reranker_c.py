@@ -79,8 +79,14 @@ def fitted():
 
 
 def _scores(net, reranker, X, Y):
+    """(the (vote, re-ranker) weights picked, every pair's score, the pick's judged score): each
+    weight judged by the mean of its score and its neighbours' on the grid (one step either way),
+    the smaller on ties."""
     composed = VotedNetwork(net, None, 0, reranker)
-    return pick_weights(composed.fusion(X, 5, True)[0], Y, (1, 3, 5), "nDCG@5", (0.0,), WEIGHTS)
+    _, scores = pick_weights(composed.fusion(X, 5, True)[0], Y, (1, 3, 5), "nDCG@5", (0.0,), WEIGHTS)
+    raw = [scores[(0.0, w)] for w in WEIGHTS]
+    judged = [round(float(np.mean(raw[max(0, i - 1):i + 2])), 12) for i in range(len(WEIGHTS))]
+    return (0.0, WEIGHTS[judged.index(max(judged))]), scores, max(judged)
 
 
 def test_the_comparison_keeps_the_first_on_a_tie_and_a_strictly_better_one(fitted):
@@ -91,9 +97,9 @@ def test_the_comparison_keeps_the_first_on_a_tie_and_a_strictly_better_one(fitte
         X, Y, (1, 3, 5), "nDCG@5", True, (0.0,), WEIGHTS, rerankers=[twin])
     assert kept is trained and tree_weight == 0.0  # no tree: its weight stays out of the pick
     blank = ShortlistReranker(net.input_dim, net.output_dim, trained.shortlist, trained_on=trained.trained_on)
-    blank_pair, blank_scores = _scores(net, blank, X, Y)
-    trained_pair, trained_scores = _scores(net, trained, X, Y)
-    assert trained_scores[trained_pair] > blank_scores[blank_pair]  # the trained one re-ranks better
+    _, _, blank_judged = _scores(net, blank, X, Y)
+    trained_pair, trained_scores, trained_judged = _scores(net, trained, X, Y)
+    assert trained_judged > blank_judged  # the trained one re-ranks better
     kept, pair, scores, _ = VotedNetwork(net, None, 0, blank).best_weights(X, Y, (1, 3, 5), "nDCG@5", True, (0.0,),
                                                                            WEIGHTS, rerankers=iter([trained]))
     assert kept is trained and (pair, scores) == (trained_pair, trained_scores)
