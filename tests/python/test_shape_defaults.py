@@ -245,6 +245,23 @@ def test_dense_output_runs_take_enough_steps_at_a_batch_that_fits_the_data(point
     assert f"batch {batch} for {epochs} epochs" in why
 
 
+@pytest.mark.parametrize("points", [1, 255, 8_000, 24_000, 25_586, 40_839, 490_449, 10**7])
+def test_large_output_runs_take_enough_steps_too(points):
+    from slide.shape_defaults import LARGE_EPOCHS, LARGE_STEPS_WANTED, large_output_epochs
+
+    batch = LARGE_OUTPUT_PRESET["batch_size"]
+    epochs = large_output_epochs(points, batch)
+    assert LARGE_EPOCHS == (LARGE_OUTPUT_PRESET["epochs"], 10) and LARGE_EPOCHS[0] <= epochs <= LARGE_EPOCHS[1]
+    steps = -(-points // batch)
+    assert epochs * steps >= LARGE_STEPS_WANTED or epochs == LARGE_EPOCHS[1]  # unless the cap binds first
+    assert epochs == LARGE_EPOCHS[0] or (epochs - 1) * steps < LARGE_STEPS_WANTED  # no epoch more than needed
+    picked, why = preset_for_shape(100, DENSE_OUTPUT_MAX + 1, points)
+    assert picked["epochs"] == epochs and f"batch {batch} for up to {epochs} epochs" in why
+    assert preset_for_shape(100, DENSE_OUTPUT_MAX + 1)[0]["epochs"] == LARGE_OUTPUT_PRESET["epochs"]  # unknown size
+    # debian-rdeps (25,586 points after its hold-out: 100 steps an epoch) takes 8; debian-deps 6
+    assert {25_586: 8, 40_839: 6, 490_449: 6}.get(points, epochs) == epochs
+
+
 def test_medical_sized_data_is_no_longer_trained_for_a_handful_of_steps():
     """333 points at batch 128 were 3 steps an epoch: 60 steps in all, P@1 0.51 on Medical; at
     batch 16, 200 steps at Adam's 1e-2 reach 0.83 (600 at 3e-3 reached 0.82)."""
@@ -257,10 +274,11 @@ def test_medical_sized_data_is_no_longer_trained_for_a_handful_of_steps():
 
 def test_large_outputs_stop_early_on_their_validation_split():
     assert LARGE_OUTPUT_PRESET["validation_split"] > 0 and LARGE_OUTPUT_PRESET["early_stopping"] >= 1
-    _, why = preset_for_shape(1000, 50_000, 10_000)
+    picked, why = preset_for_shape(1000, 50_000, 10_000)
     assert "stopping after 2 without a better validation nDCG@5" in why
-    first = first_averaged_epoch(LARGE_OUTPUT_PRESET["epochs"])
-    assert first == LARGE_OUTPUT_PRESET["epochs"] // 4 + 1 > 1
+    first = first_averaged_epoch(picked["epochs"])  # 10 epochs for 10,000 points (large_output_epochs)
+    assert picked["epochs"] == 10 and first == picked["epochs"] // 4 + 1 > 1
+    assert first_averaged_epoch(LARGE_OUTPUT_PRESET["epochs"]) == LARGE_OUTPUT_PRESET["epochs"] // 4 + 1 > 1
     assert f"the mean of the epochs since epoch {first} beside each epoch's own (swa)" in why
 
 
