@@ -14,7 +14,8 @@ voted labels: fusion is exact, not a re-ranking of a shortlist. PfastreXML fuses
 tail-label classifier the same way, and DECAF / SiameseXML fuse their classifiers with
 nearest-neighbour shortlists.
 
-The weight is picked on validation data from WEIGHTS (`pick_weights`): how much the vote should
+The weight is picked on validation data from WEIGHTS (`pick_weights` scores each, and each is
+judged with its neighbours on the grid, `slide.prediction.weight_grid`): how much the vote should
 count depends on how well the network alone ranks, which differs by orders of magnitude between
 datasets (benches/neighbours.py). The points are near in the input space (cosine of the features,
 cpp/neighbours/neighbour_votes.cpp), in the network's top hidden layer (cosine of the activations,

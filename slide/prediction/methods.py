@@ -267,8 +267,9 @@ class FusedPrediction:
     def tune_neighbour_weight(self: Any, X, Y: LabelsLike, *, monitor: Optional[str] = None, mode: str = "dense"
                               ) -> dict[float, float]:
         """Set ``neighbour_weight`` to the weight in `slide.neighbours.WEIGHTS` with the best
-        `monitor` (None: `FUSION_MONITOR`) on X, Y (validation data, not training data); returns
-        every weight's score."""
+        `monitor` (None: `FUSION_MONITOR`) on X, Y (validation data, not training data), each
+        weight judged with its neighbours on the grid (`slide.prediction.weight_grid`); returns
+        every weight's own score."""
         if not self._can_vote():
             raise ValueError("tune_neighbour_weight needs neighbours > 0 and a memory (fit, or remember(X, Y)), "
                              "in one process")
@@ -282,9 +283,10 @@ class FusedPrediction:
                             ) -> dict[tuple[float, float], float]:
         """Set ``neighbour_weight``, ``rerank_weight`` and ``tree_weight`` to the weights (from
         `slide.neighbours.WEIGHTS`, `slide.reranker.WEIGHTS` and `TREE_WEIGHTS`) with the best
-        `monitor` (None: `FUSION_MONITOR`) on X, Y (validation data); returns every (vote,
-        re-ranker) pair's score at the tree weight picked. Only the weights of the parts the
-        network has are tuned."""
+        `monitor` (None: `FUSION_MONITOR`) on X, Y (validation data), each triple judged with its
+        neighbours on the grid (`slide.prediction.weight_grid`); returns every (vote, re-ranker)
+        pair's own score at the tree weight picked. Only the weights of the parts the network has
+        are tuned."""
         votes = self._can_vote()
         if not votes and not self._rescores():
             raise ValueError("tune_fusion_weights needs a memory (neighbours > 0), a re-ranker (rerank > 0) or a "
