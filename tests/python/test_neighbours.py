@@ -14,6 +14,7 @@ from slide.datasets.synthetic import split_at, unit_rows
 from slide.model_file import ModelFileError, read_arrays, read_header, write_model
 from slide._core import dense_neighbour_votes
 from slide.neighbours import WEIGHTS, NeighbourMemory
+from slide.prediction.weight_grid import neighbourhood_means
 
 
 @pytest.fixture(scope="module")
@@ -216,12 +217,11 @@ def test_the_dense_search_refuses_arrays_that_do_not_fit():
 
 def _picked_with_its_neighbours(scores: dict) -> float:
     """The weight fit picks from each weight's validation score: each is judged by the mean of its
-    score and its neighbours' on the grid (one step either way: half and twice the weight), and the
-    best judged is picked, the smaller on ties."""
+    score and its neighbours' on the grid (`neighbourhood_means`, tested against brute force in
+    test_label_tree), and the best judged is picked, the smaller on ties."""
     ordered = sorted(scores)
-    raw = [scores[w] for w in ordered]
-    judged = [round(float(np.mean(raw[max(0, i - 1):i + 2])), 12) for i in range(len(ordered))]
-    return min(w for w, j in zip(ordered, judged) if j == max(judged))
+    judged = np.round(neighbourhood_means(np.array([scores[w] for w in ordered])), 12)
+    return ordered[int(np.argmax(judged))]
 
 
 def test_fit_remembers_the_points_it_trained_on_and_picks_the_weight_on_validation(problem, trained):

@@ -13,6 +13,7 @@ from slide.datasets import make_train_test
 from slide.neighbours import pick_weights
 from slide.prediction import reranker_training
 from slide.prediction.fused import VotedNetwork
+from slide.prediction.weight_grid import neighbourhood_means
 from slide.reranker import (FEW_POINTS_PER_LABEL, HINGE_C, HINGE_C_BETWEEN, HINGE_C_FEW_POINTS, HINGE_C_MANY_POINTS,
                             HINGE_SHORTLIST_FACTOR, MANY_POINTS_PER_LABEL, MOST_POINTS_PER_LABEL, WEIGHTS, LabelPoints,
                             ShortlistReranker, hinge_cs)
@@ -80,13 +81,13 @@ def fitted():
 
 def _scores(net, reranker, X, Y):
     """(the (vote, re-ranker) weights picked, every pair's score, the pick's judged score): each
-    weight judged by the mean of its score and its neighbours' on the grid (one step either way),
+    weight judged by the mean of its score and its neighbours' on the grid (`neighbourhood_means`),
     the smaller on ties."""
     composed = VotedNetwork(net, None, 0, reranker)
     _, scores = pick_weights(composed.fusion(X, 5, True)[0], Y, (1, 3, 5), "nDCG@5", (0.0,), WEIGHTS)
-    raw = [scores[(0.0, w)] for w in WEIGHTS]
-    judged = [round(float(np.mean(raw[max(0, i - 1):i + 2])), 12) for i in range(len(WEIGHTS))]
-    return (0.0, WEIGHTS[judged.index(max(judged))]), scores, max(judged)
+    judged = np.round(neighbourhood_means(np.array([scores[(0.0, w)] for w in WEIGHTS])), 12)
+    best = int(np.argmax(judged))
+    return (0.0, WEIGHTS[best]), scores, float(judged[best])
 
 
 def test_the_comparison_keeps_the_first_on_a_tie_and_a_strictly_better_one(fitted):
