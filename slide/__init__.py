@@ -8,6 +8,11 @@ from .openmp_wait import import_engine as _import_engine
 
 _import_engine()  # first, so that the engine's OpenMP runtime loads with slide's wait settings
 
+from . import _core
+from .parallel_work_floor import apply_environment as _apply_parallel_work_floor
+
+_apply_parallel_work_floor(_core)
+
 from . import datasets, metrics, optimizers
 from ._core import available_simd_levels, built_simd_levels, simd_level
 from ._version import __version__

@@ -1,4 +1,12 @@
+import os
+
 import pytest
+
+# A training step whose forward pass is below slide's parallel work floor runs on one thread
+# (slide/parallel_work_floor.py), and every problem in these tests is that small: without this the
+# threaded training paths would go untested. test_step_team.py checks the floor itself. Subprocesses
+# (the CLI tests) inherit it.
+os.environ.setdefault("SLIDE_PARALLEL_WORK_FLOOR", "0")
 
 
 @pytest.fixture(scope="session")

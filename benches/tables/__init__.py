@@ -87,6 +87,7 @@ BLOCKS: dict[str, Block] = {
                             engine.gemm_before_after),
     "thread_scaling": _one("thread_scaling.json", engine.thread_scaling),
     "openmp_wait": _one("openmp_wait.json", engine.openmp_wait),
+    "step_team": _one("step_team.json", engine.step_team),
     "data_loading": _one("data_loading.json", engine.data_loading),
     "exact_scan": _one("exact_scan.json", engine.exact_scan),
     "sparse_adam": _one("sparse_adam.json", engine.sparse_adam),

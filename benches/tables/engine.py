@@ -115,6 +115,21 @@ def openmp_wait(result: dict, name: str = "openmp_wait.json") -> str:
     return source(name, result, extra=extra) + "\n\n" + table(["load", "set", *policies], rows)
 
 
+def step_team(result: dict, name: str = "step_team.json") -> str:
+    floors = list(dict.fromkeys(r["floor"] for r in result["rows"]))
+    cells = {(r["load"], r["set"], r["floor"]): r for r in result["rows"]}
+    rows = []
+    for load, s, work in dict.fromkeys((r["load"], r["set"], r["step_work"]) for r in result["rows"]):
+        rows.append([load, f"{s} ({work / 1e6:.2f}M)",
+                     *(f"{cells[(load, s, f)]['train_seconds']:.3f} s ({ratio(cells[(load, s, f)]['vs_slide'])})"
+                       for f in floors)])
+    extra = (f"training seconds of the shape's default network, each in a fresh process; in brackets after each "
+             f"set, the multiply-adds of its first batch's forward pass; quiet: the median of {result['repeats']} "
+             f"round-robin runs, busy: one run beside {result['busy_processes']} spinning processes; in brackets, "
+             f"against slide's floor")
+    return source(name, result, extra=extra) + "\n\n" + table(["load", "set", *floors], rows)
+
+
 def data_loading(result: dict, name: str = "data_loading.json") -> str:
     xc, t8 = result["xc"], result["text8"]
     rows = [

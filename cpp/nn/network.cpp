@@ -245,7 +245,7 @@ std::int64_t Network::apply_updates(float lr, std::int64_t samples, float gradie
   samples_seen += samples;
   const float scale = gradient_scale / static_cast<float>(samples);
   const OptimizerConfig& opt = config_.optimizer;
-  const int T = config_.threads;
+  const int T = step_threads();
   std::vector<const std::vector<std::uint32_t>*> lists;
   for (auto& ts : states_) lists.push_back(&ts->input_touched);
   std::int64_t nonfinite = input.table.update(lists, opt, lr, step, scale, T);

@@ -57,7 +57,11 @@ class Network {
   void clear_gradients();
 
   const NetworkConfig& config() const { return config_; }
-  int threads() const { return config_.threads; }
+  int threads() const { return config_.threads; }  // thread states, and the most any region uses
+  // The threads the training step under way shares (train/step_team.h): threads(), or one for a
+  // step too small to split. Outside a step, threads().
+  int step_threads() const { return step_threads_ ? step_threads_ : config_.threads; }
+  void set_step_threads(int threads) { step_threads_ = threads; }  // 0: threads()
   ThreadState& state(int t) { return *states_[t]; }
   std::size_t memory_bytes() const;
   // slide::trains_shared_batches of this network's config (nn/network_config.h).
@@ -90,6 +94,7 @@ class Network {
   std::unique_ptr<BatchWorkspace> workspace_;
   AlignedArray<bf16> scan_weights_bf16_;
   std::shared_ptr<Collective> collective_;
+  int step_threads_ = 0;
 };
 
 }  // namespace slide

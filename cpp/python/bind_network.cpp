@@ -8,6 +8,7 @@
 #include "python/bindings.h"
 #include "python/csr_arrays.h"
 #include "train/inference.h"
+#include "train/step_team.h"
 #include "train/trainer.h"
 
 namespace slide::python {
@@ -145,6 +146,10 @@ py::dict batch_stats(const BatchStats& s) {
 }  // namespace
 
 void bind_network(py::module_& m) {
+  m.attr("DEFAULT_PARALLEL_WORK_FLOOR") = kDefaultParallelWorkFloor;
+  m.def("parallel_work_floor", &parallel_work_floor,
+        "Multiply-adds in a batch's forward pass below which a training step runs on one thread.");
+  m.def("set_parallel_work_floor", &set_parallel_work_floor, py::arg("multiply_adds"));
   py::class_<QuantizedCache>(m, "QuantizedCache",
                              "The int8 scan's quantized output layer, kept while the weights are unchanged "
                              "(checked by a fingerprint of every weight on each use)")

@@ -14,7 +14,9 @@
 #include "nn/active_set.h"
 #include "nn/shared_active_set.h"
 #include "python/bindings.h"
+#include "python/csr_arrays.h"
 #include "train/quantized_scan.h"
+#include "train/step_team.h"
 #include "train/top_k.h"
 
 namespace slide::python {
@@ -75,6 +77,16 @@ void bind_testing(py::module_& m) {
         return size;
       },
       "How many threads OpenMP gives a region that asks for `threads`.");
+  t.def(
+      "step_team",
+      [](Network& net, const IndptrArray& xp, const IndexArray& xi, const FloatArray& xd, const RowArray& rows) {
+        const CsrFloat x = features_view(xp, xi, xd, net.config().input_dim, &rows);
+        const std::int64_t work = step_work(net, x, rows.data(), static_cast<std::int64_t>(rows.size()));
+        const StepTeam team(net, work);
+        return py::make_tuple(work, net.step_threads());
+      },
+      py::arg("network"), py::arg("indptr"), py::arg("indices"), py::arg("data"), py::arg("rows"),
+      "(forward multiply-adds, threads) of a training step over these rows of a CSR matrix.");
   t.def(
       "fail_in_parallel_region",
       [](int threads, int failing_thread, bool bad_alloc, bool dynamic_loop) {

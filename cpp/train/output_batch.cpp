@@ -40,7 +40,7 @@ class OutputBatch {
         out_(net.layers.back()),
         p_(out_.params),
         k_(kernels()),
-        T_(net.threads()),
+        T_(net.step_threads()),
         K_(p_.cols),
         ldh_(padded_stride(p_.cols)),
         comm_(net.collective()),

@@ -1,4 +1,5 @@
-// Rows [0, count) in chunks over the network's threads, each with its own ThreadState
+// Rows [0, count) in chunks over the network's threads (those of the training step under way, if
+// one is: Network::step_threads), each with its own ThreadState
 // (common/parallel.h: split by the real team, exceptions rethrown after the join).
 #pragma once
 #include <omp.h>
@@ -15,7 +16,7 @@ namespace slide {
 template <class Body>
 void parallel_rows(Network& net, std::int64_t count, std::int64_t chunk, Body body) {
   parallel_for(
-      net.threads(), (count + chunk - 1) / chunk, 1, [&net] { return &net.state(omp_get_thread_num()); },
+      net.step_threads(), (count + chunk - 1) / chunk, 1, [&net] { return &net.state(omp_get_thread_num()); },
       [&](ThreadState* ts, std::int64_t c) { body(*ts, c * chunk, std::min(count, (c + 1) * chunk)); });
 }
 

@@ -6,6 +6,7 @@
 #include "distributed/replica_sync.h"
 #include "train/parallel_rows.h"
 #include "train/shared_batch.h"
+#include "train/step_team.h"
 
 namespace slide {
 
@@ -14,7 +15,7 @@ namespace {
 // SLIDE's way: every sample forward and backward on its own active set, HOGWILD.
 BatchStats per_sample_gradients(Network& net, const CsrFloat& x, const CsrIds& y, const std::int64_t* rows,
                                 std::int64_t count) {
-  const int T = net.threads();
+  const int T = net.threads();  // every state's stats: reset, then summed
   for (int t = 0; t < T; ++t) net.state(t).reset_stats();
   net.prepare_batch(y, rows, count);
   parallel_rows(net, count, 4, [&](ThreadState& ts, std::int64_t begin, std::int64_t end) {
@@ -38,6 +39,7 @@ BatchStats train_batch(Network& net, const CsrFloat& x, const CsrIds& y, const s
   Collective* comm = net.collective();
   SLIDE_REQUIRE(!comm || net.trains_shared_batches(),
                 "a network sharded over MPI ranks trains batch-shared (mode 'batch' or 'dense')");
+  const StepTeam team(net, step_work(net, x, rows, count));
   // In one process a batch-shared sampled output layer steps each active row as soon as its
   // gradient is gathered: writing it to the layer's accumulators and reading it back for the step
   // moved each active weight's gradient through memory twice more (debian-deps' network, 4

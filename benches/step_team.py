@@ -1,0 +1,116 @@
+"""How many threads a tiny training step should share (slide.parallel_work_floor): every step split
+over the threads (floor 0, what slide did before) against slide's floor, on the real suite's
+dense-output sets, on a quiet machine and beside busy processes (one per thread, each spinning in a
+loop, as another job on a shared server would).
+
+    python -m benches.real_suite --build-only          # the suite's data, outside the repository
+    python -m benches.step_team [--data-dir DIR] [--threads 2] [--repeats 5] [--sets medical ...]
+
+Each measurement is a fresh process that trains the shape's default network (slide.shape_defaults,
+without vote or re-ranker) for its default epochs and batch, and reports the training seconds;
+loading the data is not timed. The floors run round-robin `--repeats` times on the quiet machine
+and once under load; each reports its median. Writes benches/results/step_team.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from slide import _core
+from slide.parallel_work_floor import VARIABLE
+
+from .environment import describe
+from .openmp_wait import TIMEOUT, busy_processes
+from .real_suite.files import DEFAULT_DATA_DIR, built_sets
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# Every dense-output set of the suite, smallest step first (multiply-adds of a batch's forward pass).
+CASES = ("medical", "enron", "tmc2007-500", "bibtex", "corel5k", "delicious")
+SLIDE_FLOOR = f"slide (floor {_core.DEFAULT_PARALLEL_WORK_FLOOR:,})"
+FLOORS = {"every step split (floor 0)": "0", SLIDE_FLOOR: str(_core.DEFAULT_PARALLEL_WORK_FLOOR)}
+
+
+def train_once(folder: Path, threads: int) -> tuple[float, int]:
+    """(seconds to train the shape's default network on folder's training split, its first full
+    batch's forward multiply-adds)."""
+    from slide.datasets.xc_files import load_xc
+
+    from .default_network import default_network
+
+    train = load_xc(folder / "train.txt")
+    net, cfg, _ = default_network(train.X.shape[1], train.Y.shape[1], threads, 0, train.X.shape[0], neighbours=0,
+                                  rerank=0)
+    batch = cfg["batch_size"]
+    work = train.X[:batch].nnz * net.hidden[0] + batch * net.hidden[0] * train.Y.shape[1]
+    t0 = time.perf_counter()
+    net.fit(train.X, train.Y, epochs=cfg["epochs"], batch_size=batch, progress=False)
+    return time.perf_counter() - t0, work
+
+
+def measure(folder: Path, threads: int, floor: str) -> tuple[float, int]:
+    env = {**os.environ, VARIABLE: floor}
+    r = subprocess.run([sys.executable, "-m", "benches.step_team", "--case", str(folder), "--threads", str(threads)],
+                       env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                       cwd=Path(__file__).resolve().parent.parent)
+    if r.returncode != 0:
+        raise SystemExit(f"{folder.name} with floor {floor}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    seconds, work = r.stdout.strip().splitlines()[-1].split()
+    return float(seconds), int(work)
+
+
+def run_load(load: str, folders: dict, threads: int, repeats: int) -> list[dict]:
+    runs: dict = {(s, f): [] for s in folders for f in FLOORS}
+    work: dict = {}
+    others = busy_processes(threads) if load == "busy" else []
+    try:
+        for _ in range(repeats):
+            for name, folder in folders.items():
+                for label, floor in FLOORS.items():
+                    seconds, work[name] = measure(folder, threads, floor)
+                    runs[(name, label)].append(seconds)
+                    print(f"{load:5s} {name:12s} {label:28s} {seconds:7.3f}s", flush=True)
+    finally:
+        for p in others:
+            p.kill()
+            p.wait()
+    rows = []
+    for (name, label), seconds in runs.items():
+        base = statistics.median(runs[(name, SLIDE_FLOOR)])
+        rows.append({"load": load, "set": name, "step_work": work[name], "floor": label, "env": {VARIABLE: FLOORS[label]},
+                     "train_seconds": round(statistics.median(seconds), 4), "runs": [round(s, 4) for s in seconds],
+                     "vs_slide": round(statistics.median(seconds) / base, 3)})
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--sets", nargs="+", default=list(CASES), choices=CASES)
+    ap.add_argument("--case", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, default=RESULTS / "step_team.json")
+    args = ap.parse_args()
+    if args.case:
+        print(*train_once(args.case, args.threads))
+        return 0
+    folders = dict(zip(args.sets, built_sets(args.data_dir, args.sets)))
+    environment = describe(args.threads)  # before the runs: the commit they measure
+    rows = run_load("quiet", folders, args.threads, args.repeats) + run_load("busy", folders, args.threads, 1)
+    report = {"benchmark": "step_team", "environment": environment, "protocol": __doc__.split("\n\n")[0],
+              "busy_processes": args.threads, "repeats": args.repeats,
+              "default_floor": _core.DEFAULT_PARALLEL_WORK_FLOOR, "rows": rows}
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

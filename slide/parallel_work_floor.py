@@ -1,0 +1,45 @@
+"""The work below which a training step runs on one thread (cpp/train/step_team.h).
+
+A training step opens a dozen or so short OpenMP regions. On a quiet machine each one's fork and
+join cost a few microseconds; where another process holds one of the cores, a join can wait a
+whole scheduler slice for a thread that was descheduled. So a step whose batch costs fewer
+multiply-adds in its forward pass than the floor runs on one thread, whatever `threads` says, as
+BLAS libraries run a small product on one thread. The default (300,000) is measured by
+`python -m benches.step_team`: the real suite's Medical steps (0.23-0.25 million)
+run on one thread, Enron's (0.4-0.8 million) and larger on all of them.
+
+The environment variable SLIDE_PARALLEL_WORK_FLOOR, read when slide is imported, sets another
+floor for the process: 0 splits every step over the threads (what slide did before the floor).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Optional
+
+VARIABLE = "SLIDE_PARALLEL_WORK_FLOOR"
+
+
+def floor_from_environment(environ: Mapping[str, str] = os.environ) -> Optional[int]:
+    """The floor the environment asks for, or None when it sets none; ValueError if it is not a
+    whole number >= 0."""
+    value = environ.get(VARIABLE, "").strip()
+    if not value:
+        return None
+    try:
+        floor = int(value)
+    except ValueError:
+        floor = -1
+    if floor < 0:
+        raise ValueError(f"{VARIABLE}={environ[VARIABLE]!r}: expected a whole number of multiply-adds >= 0 "
+                         "(0 splits every training step over the threads)")
+    return floor
+
+
+def apply_environment(core: ModuleType) -> None:
+    """Sets the engine's floor from the environment, if it sets one."""
+    floor = floor_from_environment()
+    if floor is not None:
+        core.set_parallel_work_floor(floor)
