@@ -125,8 +125,8 @@ def step_team(result: dict, name: str = "step_team.json") -> str:
                        for f in floors)])
     extra = (f"training seconds of the shape's default network, each in a fresh process; in brackets after each "
              f"set, the multiply-adds of its first batch's forward pass; quiet: the median of {result['repeats']} "
-             f"round-robin runs, busy: one run beside {result['busy_processes']} spinning processes; in brackets, "
-             f"against slide's floor")
+             f"round-robin runs, busy: the median of {result['busy_repeats']} beside {result['busy_processes']} spinning "
+             f"processes; in brackets, against slide's floor")
     return source(name, result, extra=extra) + "\n\n" + table(["load", "set", *floors], rows)
 
 
