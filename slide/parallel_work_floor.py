@@ -4,12 +4,15 @@ A training step opens a dozen or so short OpenMP regions. On a quiet machine eac
 join cost a few microseconds; where another process holds one of the cores, a join can wait a
 whole scheduler slice for a thread that was descheduled. So a step whose batch costs fewer
 multiply-adds in its forward pass than the floor runs on one thread, whatever `threads` says, as
-BLAS libraries run a small product on one thread. The default (300,000) is measured by
-`python -m benches.step_team`: the real suite's Medical steps (0.23-0.25 million)
-run on one thread, Enron's (0.4-0.8 million) and larger on all of them.
+BLAS libraries run a small product on one thread. The default, 100,000, is where one thread stops
+being as fast as two on a quiet machine (`python -m benches.step_team`; Medical's network: 60,000
+took 0.98x the split time on one thread, 120,000 1.05x, 240,000 1.3x): below it one thread costs
+nothing there and is several times faster beside busy processes. Every set of the real suite trains
+above it.
 
-The environment variable SLIDE_PARALLEL_WORK_FLOOR, read when slide is imported, sets another
-floor for the process: 0 splits every step over the threads (what slide did before the floor).
+On a shared machine whose other jobs keep the cores busy, a higher floor trades some of the quiet
+machine's speed for steadiness: the environment variable SLIDE_PARALLEL_WORK_FLOOR, read when
+slide is imported, sets the floor for the process (0 splits every step, as slide did before it).
 """
 
 from __future__ import annotations

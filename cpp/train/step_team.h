@@ -12,7 +12,7 @@
 namespace slide {
 
 // Below this many multiply-adds in a batch's forward pass, a step runs on one thread.
-constexpr std::int64_t kDefaultParallelWorkFloor = 300000;
+constexpr std::int64_t kDefaultParallelWorkFloor = 100000;
 
 // The floor in use (process-wide): kDefaultParallelWorkFloor unless set; 0 splits every step.
 std::int64_t parallel_work_floor();

@@ -103,24 +103,24 @@ def test_a_malformed_floor_names_the_variable(value):
         floor_from_environment({VARIABLE: value})
 
 
-def _import_slide(env_value):
+def _import_slide(env_value, cwd):
     env = {k: v for k, v in os.environ.items() if k != VARIABLE}
     if env_value is not None:
         env[VARIABLE] = env_value
     return subprocess.run([sys.executable, "-c", "import slide; print(slide._core.parallel_work_floor())"],
-                          env=env, capture_output=True, text=True, timeout=120)
+                          env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def test_without_the_variable_the_engine_keeps_its_default_and_with_it_takes_it():
-    plain = _import_slide(None)
+def test_without_the_variable_the_engine_keeps_its_default_and_with_it_takes_it(tmp_path):
+    plain = _import_slide(None, tmp_path)
     assert plain.returncode == 0, plain.stderr
     assert int(plain.stdout) == _core.DEFAULT_PARALLEL_WORK_FLOOR > 0
-    chosen = _import_slide("12345")
+    chosen = _import_slide("12345", tmp_path)
     assert chosen.returncode == 0, chosen.stderr
     assert int(chosen.stdout) == 12345
 
 
-def test_a_malformed_variable_stops_the_import_with_a_clear_error():
-    bad = _import_slide("fast")
+def test_a_malformed_variable_stops_the_import_with_a_clear_error(tmp_path):
+    bad = _import_slide("fast", tmp_path)
     assert bad.returncode != 0
     assert f"ValueError: {VARIABLE}='fast': expected a whole number" in bad.stderr
