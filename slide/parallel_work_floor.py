@@ -5,10 +5,10 @@ join cost a few microseconds; where another process holds one of the cores, a jo
 whole scheduler slice for a thread that was descheduled. So a step whose batch costs fewer
 multiply-adds in its forward pass than the floor runs on one thread, whatever `threads` says, as
 BLAS libraries run a small product on one thread. The default, 100,000, is where one thread stops
-being as fast as two on a quiet machine (`python -m benches.step_team`; Medical's network: 60,000
-took 0.98x the split time on one thread, 120,000 1.05x, 240,000 1.3x): below it one thread costs
-nothing there and is several times faster beside busy processes. Every set of the real suite trains
-above it.
+being as fast as two on a quiet machine (on Medical's network, by script: 60,000 took 0.98x the
+split time on one thread, 120,000 1.05x, 240,000 1.3x): below it one thread costs nothing there,
+and beside busy processes it is many times faster (`python -m benches.step_team`,
+docs/benchmarks/engine.md). Every set of the real suite trains above it.
 
 On a shared machine whose other jobs keep the cores busy, a higher floor trades some of the quiet
 machine's speed for steadiness: the environment variable SLIDE_PARALLEL_WORK_FLOOR, read when
@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Optional
 
 VARIABLE = "SLIDE_PARALLEL_WORK_FLOOR"
+MAX_FLOOR = 2**63 - 1  # the engine counts work in signed 64-bit integers
 
 
 def floor_from_environment(environ: Mapping[str, str] = os.environ) -> Optional[int]:
@@ -31,13 +32,10 @@ def floor_from_environment(environ: Mapping[str, str] = os.environ) -> Optional[
     value = environ.get(VARIABLE, "").strip()
     if not value:
         return None
-    try:
-        floor = int(value)
-    except ValueError:
-        floor = -1
-    if floor < 0:
-        raise ValueError(f"{VARIABLE}={environ[VARIABLE]!r}: expected a whole number of multiply-adds >= 0 "
-                         "(0 splits every training step over the threads)")
+    floor = int(value) if value.isascii() and value.isdigit() else -1  # no sign, "1_000" or "1e6"
+    if not 0 <= floor <= MAX_FLOOR:
+        raise ValueError(f"{VARIABLE}={environ[VARIABLE]!r}: expected a whole number of multiply-adds from 0 to "
+                         f"{MAX_FLOOR} (0 splits every training step over the threads)")
     return floor
 
 
