@@ -21,6 +21,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from slide.openmp_wait import SPIN_COUNT, USER_SETTINGS
@@ -66,29 +68,40 @@ def measure(folder: Path, epochs: int, threads: int, policy: dict) -> float:
     return float(r.stdout.strip().splitlines()[-1])
 
 
-def busy_processes(n: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+def timings(seconds: list[float], slides: float, digits: int) -> dict:
+    """A setting's runs, their median, and that against slide's own setting's median `slides`."""
+    median = statistics.median(seconds)
+    return {"train_seconds": round(median, digits), "runs": [round(s, digits) for s in seconds],
+            "vs_slide": round(median / slides, 3)}
+
+
+@contextmanager
+def under_load(load: str, threads: int) -> Iterator[None]:
+    """The block on a quiet machine ("quiet"), or beside one process spinning in a loop per thread
+    ("busy"), as another job on a shared server would be."""
+    others = ([subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(threads)]
+              if load == "busy" else [])
+    try:
+        yield
+    finally:
+        for p in others:
+            p.kill()
+            p.wait()
 
 
 def run_load(load: str, folders: dict, threads: int, repeats: int) -> list[dict]:
     runs: dict = {(s, p): [] for s in folders for p in POLICIES}
-    others = busy_processes(threads) if load == "busy" else []
-    try:
+    with under_load(load, threads):
         for _ in range(repeats):
             for (name, epochs), folder in folders.items():
                 for policy, env in POLICIES.items():
                     runs[((name, epochs), policy)].append(measure(folder, epochs, threads, env))
                     print(f"{load:5s} {name:12s} {policy:32s} {runs[((name, epochs), policy)][-1]:7.2f}s", flush=True)
-    finally:
-        for p in others:
-            p.kill()
-            p.wait()
     rows = []
     for ((name, epochs), policy), seconds in runs.items():
         base = statistics.median(runs[((name, epochs), SLIDE_POLICY)])
         rows.append({"load": load, "set": name, "epochs": epochs, "policy": policy, "env": POLICIES[policy],
-                     "train_seconds": round(statistics.median(seconds), 3), "runs": [round(s, 3) for s in seconds],
-                     "vs_slide": round(statistics.median(seconds) / base, 3)})
+                     **timings(seconds, base, 3)})
     return rows
 
 

@@ -29,7 +29,7 @@ from slide import _core
 from slide.parallel_work_floor import VARIABLE
 
 from .environment import describe
-from .openmp_wait import TIMEOUT, busy_processes
+from .openmp_wait import TIMEOUT, timings, under_load
 from .real_suite.files import DEFAULT_DATA_DIR, built_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -73,24 +73,18 @@ def measure(folder: Path, batch: Optional[int], threads: int, floor: str) -> tup
 def run_load(load: str, folders: dict, threads: int, repeats: int) -> list[dict]:
     runs: dict = {(s, f): [] for s in folders for f in FLOORS}
     work: dict = {}
-    others = busy_processes(threads) if load == "busy" else []
-    try:
+    with under_load(load, threads):
         for _ in range(repeats):
             for name, (folder, batch) in folders.items():
                 for label, floor in FLOORS.items():
                     seconds, work[name] = measure(folder, batch, threads, floor)
                     runs[(name, label)].append(seconds)
                     print(f"{load:5s} {name:20s} {label:28s} {seconds:7.3f}s", flush=True)
-    finally:
-        for p in others:
-            p.kill()
-            p.wait()
     rows = []
     for (name, label), seconds in runs.items():
         base = statistics.median(runs[(name, SLIDE_FLOOR)])
         rows.append({"load": load, "set": name, "step_work": work[name], "floor": label, "env": {VARIABLE: FLOORS[label]},
-                     "train_seconds": round(statistics.median(seconds), 4), "runs": [round(s, 4) for s in seconds],
-                     "vs_slide": round(statistics.median(seconds) / base, 3)})
+                     **timings(seconds, base, 4)})
     return rows
 
 
