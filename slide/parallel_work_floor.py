@@ -1,8 +1,8 @@
 """The work below which a training step runs on one thread (cpp/train/step_team.h).
 
-A training step opens a dozen or so short OpenMP regions. On a quiet machine each one's fork and
-join cost a few microseconds; where another process holds one of the cores, a join can wait a
-whole scheduler slice for a thread that was descheduled. So a step whose batch costs fewer
+A training step opens a dozen or so short OpenMP regions. On a quiet machine their forks and joins
+cost little; where another process holds one of the cores, a join can wait a whole scheduler slice
+for a thread that was descheduled. So a step whose batch costs fewer
 multiply-adds in its forward pass than the floor runs on one thread, whatever `threads` says, as
 BLAS libraries run a small product on one thread. The default, 100,000, is where one thread stops
 being as fast as two on a quiet machine (on Medical's network, by script: 60,000 took 0.98x the

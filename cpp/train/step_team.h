@@ -1,8 +1,9 @@
-// How many threads a training step shares. A step is a dozen or so parallel regions, and each one's
-// fork and join cost a few microseconds on a quiet host; where another process holds one of the
-// cores, a join can wait a whole scheduler slice for a member that was descheduled. A step whose
-// work is too small to gain from a second thread therefore runs on one (as BLAS libraries run a
-// small product on one thread whatever their thread count). Measured in benches/step_team.py.
+// How many threads a training step shares. A step is a dozen or so parallel regions. On a quiet host
+// a region's fork and join cost little (about 0.2 us more on two threads than on one); where another
+// process holds one of the cores, a join can wait a whole scheduler slice for a member that was
+// descheduled. A step whose work is too small to gain from a second thread therefore runs on one (as
+// BLAS libraries run a small product on one thread whatever their thread count). Measured in
+// benches/step_team.py.
 #pragma once
 #include <cstdint>
 
