@@ -5,13 +5,10 @@ import os as _os
 import warnings as _warnings
 
 from .openmp_wait import import_engine as _import_engine
-
-_import_engine()  # first, so that the engine's OpenMP runtime loads with slide's wait settings
-
-from . import _core
 from .parallel_work_floor import apply_environment as _apply_parallel_work_floor
 
-_apply_parallel_work_floor(_core)
+# The engine first, so that its OpenMP runtime loads with slide's wait settings; then its floor.
+_apply_parallel_work_floor(_import_engine())
 
 from . import datasets, metrics, optimizers
 from ._core import available_simd_levels, built_simd_levels, simd_level

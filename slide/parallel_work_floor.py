@@ -2,9 +2,9 @@
 
 A training step opens a dozen or so short OpenMP regions. On a quiet machine their forks and joins
 cost little; where another process holds one of the cores, a join can wait a whole scheduler slice
-for a thread that was descheduled. So a step whose batch costs fewer
-multiply-adds in its forward pass than the floor runs on one thread, whatever `threads` says, as
-BLAS libraries run a small product on one thread. The default, 100,000, is where one thread stops
+for a thread that was descheduled. So a step whose batch costs fewer multiply-adds in its forward
+pass than the floor runs on one thread, whatever `threads` says, as BLAS libraries run a small
+product on one thread. The default, 100,000, is where one thread stops
 being as fast as two on a quiet machine (on Medical's network, by script: 60,000 took 0.98x the
 split time on one thread, 120,000 1.05x, 240,000 1.3x): below it one thread costs nothing there,
 and beside busy processes it is many times faster (`python -m benches.step_team`,
@@ -28,7 +28,7 @@ MAX_FLOOR = 2**63 - 1  # the engine counts work in signed 64-bit integers
 
 def floor_from_environment(environ: Mapping[str, str] = os.environ) -> Optional[int]:
     """The floor the environment asks for, or None when it sets none; ValueError if it is not a
-    whole number >= 0."""
+    whole number from 0 to MAX_FLOOR in ASCII digits."""
     value = environ.get(VARIABLE, "").strip()
     if not value:
         return None
