@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 from slide import _core
 from slide.parallel_work_floor import VARIABLE
 
@@ -43,7 +44,7 @@ FLOORS = {"every step split (floor 0)": "0", SLIDE_FLOOR: str(_core.DEFAULT_PARA
 
 def train_once(folder: Path, threads: int, batch: Optional[int]) -> tuple[float, int]:
     """(seconds to train the shape's default network on folder's training split, at `batch` if
-    given, its first full batch's forward multiply-adds)."""
+    given, the forward multiply-adds the engine counts for a batch of its first points)."""
     from slide.datasets.xc_files import load_xc
 
     from .default_network import default_network
@@ -52,7 +53,9 @@ def train_once(folder: Path, threads: int, batch: Optional[int]) -> tuple[float,
     net, cfg, _ = default_network(train.X.shape[1], train.Y.shape[1], threads, 0, train.X.shape[0], neighbours=0,
                                   rerank=0)
     batch = batch or cfg["batch_size"]
-    work = train.X[:batch].nnz * net.hidden[0] + batch * net.hidden[0] * train.Y.shape[1]
+    X = train.X
+    work, _ = _core.testing.step_team(net._core, X.indptr.astype(np.int64), X.indices.astype(np.int32),
+                                      X.data.astype(np.float32), np.arange(batch, dtype=np.int64))
     t0 = time.perf_counter()
     net.fit(train.X, train.Y, epochs=cfg["epochs"], batch_size=batch, progress=False)
     return time.perf_counter() - t0, work

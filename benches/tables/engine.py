@@ -4,6 +4,8 @@ neighbour search."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .common import fixed, gib, integer, percent, ratio, source, table
 
 
@@ -101,14 +103,20 @@ def thread_scaling(result: dict, name: str = "thread_scaling.json") -> str:
         ["mode", "1 thread", "2 threads", "speedup", "1 thread, every run", "2 threads, every run"], rows)
 
 
+def _timed_under_load(result: dict, setting: str, case: Callable[[dict], str], digits: int) -> tuple[list, list]:
+    """(columns, rows) of a bench that times settings (`setting`, one column each) on cases (`case`
+    names a row's) on a quiet and a busy machine: each cell its median seconds, against slide's."""
+    settings = list(dict.fromkeys(r[setting] for r in result["rows"]))
+    cells = {(r["load"], case(r), r[setting]): r for r in result["rows"]}
+    rows = [[load, name, *(f"{cells[(load, name, x)]['train_seconds']:.{digits}f} s "
+                           f"({ratio(cells[(load, name, x)]['vs_slide'])})" for x in settings)]
+            for load, name in dict.fromkeys((r["load"], case(r)) for r in result["rows"])]
+    return settings, rows
+
+
 def openmp_wait(result: dict, name: str = "openmp_wait.json") -> str:
-    policies = list(dict.fromkeys(r["policy"] for r in result["rows"]))
-    cells = {(r["load"], r["set"], r["epochs"], r["policy"]): r for r in result["rows"]}
-    rows = []
-    for load, s, epochs in dict.fromkeys((r["load"], r["set"], r["epochs"]) for r in result["rows"]):
-        rows.append([load, f"{s}, {epochs} epoch{'s' if epochs != 1 else ''}",
-                     *(f"{cells[(load, s, epochs, p)]['train_seconds']:.2f} s ({ratio(cells[(load, s, epochs, p)]['vs_slide'])})"
-                       for p in policies)])
+    policies, rows = _timed_under_load(
+        result, "policy", lambda r: f"{r['set']}, {r['epochs']} epoch{'s' if r['epochs'] != 1 else ''}", 2)
     extra = (f"training seconds of the shape's default network, each in a fresh process; quiet: the median of "
              f"{result['repeats']} round-robin runs, busy: one run beside {result['busy_processes']} spinning "
              f"processes; in brackets, against slide's setting")
@@ -116,17 +124,11 @@ def openmp_wait(result: dict, name: str = "openmp_wait.json") -> str:
 
 
 def step_team(result: dict, name: str = "step_team.json") -> str:
-    floors = list(dict.fromkeys(r["floor"] for r in result["rows"]))
-    cells = {(r["load"], r["set"], r["floor"]): r for r in result["rows"]}
-    rows = []
-    for load, s, work in dict.fromkeys((r["load"], r["set"], r["step_work"]) for r in result["rows"]):
-        rows.append([load, f"{s} ({work / 1e6:.2f}M)",
-                     *(f"{cells[(load, s, f)]['train_seconds']:.3f} s ({ratio(cells[(load, s, f)]['vs_slide'])})"
-                       for f in floors)])
+    floors, rows = _timed_under_load(result, "floor", lambda r: f"{r['set']} ({r['step_work'] / 1e6:.2f}M)", 3)
     extra = (f"training seconds of the shape's default network, each in a fresh process; in brackets after each "
-             f"set, the multiply-adds of its first batch's forward pass; quiet: the median of {result['repeats']} "
-             f"round-robin runs, busy: the median of {result['busy_repeats']} beside {result['busy_processes']} spinning "
-             f"processes; in brackets, against slide's floor")
+             f"set, the multiply-adds the engine counts for a batch of its first points; quiet: the median of "
+             f"{result['repeats']} round-robin runs, busy: the median of {result['busy_repeats']} beside "
+             f"{result['busy_processes']} spinning processes; in brackets, against slide's floor")
     return source(name, result, extra=extra) + "\n\n" + table(["load", "set", *floors], rows)
 
 
