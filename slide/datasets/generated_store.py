@@ -3,8 +3,9 @@ drawing it again: drawing catalogue-amazon670k at its full size (643,474 points)
 minute, reading its shards back a few seconds. A set is a pair of shard folders (the format
 training streams from, CRC-checked) under DATA_DIR/generated/, named by the generator, the sizes
 and the seed; GENERATOR_VERSION is part of the name and must change whenever a generator's output
-for a seed does. A copy that is missing, unfinished or damaged is drawn again; one that cannot be
-written (a read-only or full disk) costs only the time, never the run."""
+for a seed does (once the new copy is stored, the older versions' copies of the set are deleted).
+A copy that is missing, unfinished or damaged is drawn again; one that cannot be written (a
+read-only or full disk) costs only the time, never the run."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from .synthetic import Split
 
 log = logging.getLogger("slide")
 
-GENERATOR_VERSION = 1
+# 2: unit_rows keeps each row's entries in the order drawn (sorted) instead of a diagonal product's
+# order; the same values at the same places.
+GENERATOR_VERSION = 2
 
 
 def stored_generated(root: Path, name: str, make: Callable[..., tuple[Split, Split]], *, n_train: int, n_test: int,
@@ -68,6 +71,18 @@ def _store(folder: Path, parts: dict[str, Split], identity: dict) -> None:
             if not folder.is_dir():
                 raise
             shutil.rmtree(pending, ignore_errors=True)
+        _drop_older_versions(folder)
     except (OSError, ShardError) as e:
         shutil.rmtree(pending, ignore_errors=True)
         log.warning("could not keep %s (%s); it will be drawn again next time", folder, e)
+
+
+def _drop_older_versions(folder: Path) -> None:
+    """Delete the copies of the same set that earlier generator versions stored (`folder`'s name
+    ending in -v1, -v2, ... below GENERATOR_VERSION): nothing reads them again, and a full-size
+    catalogue-amazon670k copy is a gigabyte. What cannot be deleted is logged, never raised."""
+    stem = folder.name[:-len(f"-v{GENERATOR_VERSION}")]
+    for version in range(1, GENERATOR_VERSION):
+        older = folder.with_name(f"{stem}-v{version}")
+        if os.path.lexists(older):
+            discard(older)

@@ -3,6 +3,7 @@ identical, drawn again when the copy is damaged or foreign, and never a failure 
 written."""
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -35,6 +36,18 @@ def test_drawn_once_then_read_back_identical(tmp_path):
     assert stored and make.calls == 1
     same(first, again)
     assert (tmp_path / "generated" / f"toy-200-50-seed1-v{GENERATOR_VERSION}" / "train").is_dir()
+
+
+def test_older_generator_versions_of_the_set_are_deleted_once_it_is_stored(tmp_path):
+    generated = tmp_path / "generated"
+    older = [generated / f"toy-200-50-seed1-v{v}" for v in range(1, GENERATOR_VERSION)]
+    other_set = generated / "toy-200-50-seed2-v1"  # another seed: another set, kept
+    for folder in [*older, other_set]:
+        (folder / "train").mkdir(parents=True)
+    stored_generated(tmp_path, "toy", Maker(), n_train=200, n_test=50, seed=1)
+    assert older and not any(os.path.lexists(folder) for folder in older)
+    assert (other_set / "train").is_dir()
+    assert (generated / f"toy-200-50-seed1-v{GENERATOR_VERSION}" / "train").is_dir()
 
 
 def test_other_sizes_and_seeds_are_other_sets(tmp_path):
@@ -98,8 +111,8 @@ def test_the_generators_draw_what_the_stored_copies_hold():
 
     catalogue = make_catalogue(300, 2000, 3000, seed=5)
     synthetic, _ = make_train_test(300, 10, 2000, 3000, seed=5, avg_nnz=20, avg_labels=3)
-    assert GENERATOR_VERSION == 1
-    assert (_digest(catalogue), _digest(synthetic)) == ("8b8d66daf7c0eab4", "e1ee809d45945844")
+    assert GENERATOR_VERSION == 2
+    assert (_digest(catalogue), _digest(synthetic)) == ("e58a485a917d386e", "304b12065a2e8fda")
 
 
 def test_a_copy_drawn_under_another_numpy_is_drawn_again(tmp_path, monkeypatch):
