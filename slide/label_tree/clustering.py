@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._core import tree_shape
+from ..datasets.synthetic import unit_rows
 from .shape import TreeShape
 
 # A node with more labels than this is split: 32, not omikuji's and Parabel's 100 (the LSH preset's
@@ -42,11 +43,7 @@ MAX_ITERATIONS = 4
 def label_vectors(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
     """float32 [labels, features]: each label's PIFA vector, its points' rows of X (unit rows)
     summed and scaled to unit norm; a label without points has a zero row."""
-    V = sp.csr_matrix(sp.csr_matrix(Y, dtype=np.float32).T @ X, dtype=np.float32)
-    norms = np.sqrt(np.asarray(V.multiply(V).sum(axis=1)).ravel())
-    V = sp.csr_matrix(sp.diags((1.0 / np.maximum(norms, 1e-12)).astype(np.float32)) @ V)
-    V.indices, V.indptr = V.indices.astype(np.int32), V.indptr.astype(np.int64)
-    return V
+    return unit_rows(sp.csr_matrix(Y, dtype=np.float32).T @ X)
 
 
 def build_shape(V: sp.csr_matrix, leaf_size: int = LEAF_SIZE, seed: int = 0, threads: int = 1) -> TreeShape:
