@@ -80,7 +80,7 @@ def _store(folder: Path, parts: dict[str, Split], identity: dict) -> None:
 def _drop_older_versions(folder: Path) -> None:
     """Delete the copies of the same set that earlier generator versions stored (`folder`'s name
     ending in -v1, -v2, ... below GENERATOR_VERSION): nothing reads them again, and a full-size
-    catalogue-amazon670k copy is a gigabyte. What cannot be deleted is logged, never raised."""
+    catalogue-amazon670k copy is 412 MB. What cannot be deleted is logged, never raised."""
     stem = folder.name[:-len(f"-v{GENERATOR_VERSION}")]
     for version in range(1, GENERATOR_VERSION):
         older = folder.with_name(f"{stem}-v{version}")
