@@ -45,15 +45,34 @@ def _hits(top_ids: np.ndarray, Y: sp.csr_matrix) -> np.ndarray:
 
 
 def _precision(hits: np.ndarray, k: int) -> float:
-    return float(hits[:, :k].sum(axis=1).mean() / k)
+    return float(_point_precision(hits, k).mean())
+
+
+def _point_precision(hits: np.ndarray, k: int) -> np.ndarray:
+    return hits[:, :k].sum(axis=1) / k
 
 
 def _ndcg(hits: np.ndarray, Y: sp.csr_matrix, k: int) -> float:
+    return float(_point_ndcg(hits, Y, k).mean())
+
+
+def _point_ndcg(hits: np.ndarray, Y: sp.csr_matrix, k: int) -> np.ndarray:
     discounts = 1.0 / np.log2(np.arange(2, k + 2))
     dcg = (hits[:, :k] * discounts[: hits[:, :k].shape[1]]).sum(axis=1)
     n_labels = np.minimum(np.diff(Y.indptr), k)
     ideal = np.concatenate([[0.0], np.cumsum(discounts)])[n_labels]
-    return float(np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0).mean())
+    return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+
+
+def point_metric(hits: np.ndarray, Y: sp.csr_matrix, metric: str) -> np.ndarray:
+    """float64 [samples]: each sample's `metric` ("P@k" or "nDCG@k") from its hits (as
+    `hit_report` takes them); `hit_report`'s value is their mean."""
+    name, k = metric.split("@")
+    if name == "P":
+        return _point_precision(hits, int(k)).astype(np.float64)
+    if name == "nDCG":
+        return _point_ndcg(hits, Y, int(k))
+    raise ValueError(f"a metric per sample is P@k or nDCG@k, got {metric!r}")
 
 
 def precision_at_k(top_ids: np.ndarray, Y: sp.csr_matrix, k: int) -> float:

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ._core import dense_neighbour_votes, fused_top_k, neighbour_votes
 from .datasets.synthetic import unit_rows
-from .metrics import hit_report, label_keys, pair_keys
+from .metrics import hit_report, label_keys, pair_keys, point_metric
 from .settings import NETWORK
 
 # Fusion weights `pick_weights` tries; 0 adds no vote (beside a re-ranker the neighbours' labels
@@ -195,17 +195,26 @@ class Fusion:
         queries with at least one of their labels among their candidates: the others score 0 at
         every k under any weights, so a weight's mean over every query is its mean over these times
         their share (`pick_weights` scores only these; on debian-rdeps' held-out points, 60%)."""
+        relevant, useful = self.labelled(Y)
+        return self.queries(useful), sp.csr_matrix(Y)[useful], relevant[useful[self.rows]]
+
+    def labelled(self, Y: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """(whether each candidate is one of its query's labels in Y, whether each query has one)."""
         relevant = np.isin(pair_keys(self.rows, self.ids), label_keys(Y))
         useful = np.zeros(self.n, bool)
         useful[self.rows[relevant]] = True
-        kept = useful[self.rows]
+        return relevant, useful
+
+    def queries(self, chosen: np.ndarray) -> "Fusion":
+        """This fusion cut to the queries where `chosen` (bool [n]) holds, in their order."""
+        kept = chosen[self.rows]
         cut = object.__new__(Fusion)
-        cut.n = int(useful.sum())
-        cut.rows = (np.cumsum(useful) - 1)[self.rows[kept]]
+        cut.n = int(chosen.sum())
+        cut.rows = (np.cumsum(chosen) - 1)[self.rows[kept]]
         for name in ("ids", "logits", "vote", "rerank", "tree"):
             setattr(cut, name, getattr(self, name)[kept])
-        cut._group(self._counts[useful])
-        return cut, sp.csr_matrix(Y)[useful], relevant[kept]
+        cut._group(self._counts[chosen])
+        return cut
 
     def rescore(self, rerank_of: LogitsOf) -> None:
         """The re-ranker's scores of every candidate again, from another re-ranker."""
@@ -272,3 +281,18 @@ def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor:
             scores[(w, rw)] = float((combine(report) if combine is not None else report)[monitor])
     best = max(scores, key=lambda pair: (scores[pair], -pair[0], -pair[1]))
     return best, scores
+
+
+def point_scores(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, weights: tuple[float, ...],
+                 rerank_weights: tuple[float, ...], tree_weight: float = 0.0) -> np.ndarray:
+    """float64 [len(weights), len(rerank_weights), fusion.n]: each query's `monitor` (P@k or
+    nDCG@k) at each (vote, re-ranker) pair and `tree_weight`, 0 for the queries with none of
+    their labels among their candidates; `pick_weights`' scores are their means (one process)."""
+    out = np.zeros((len(weights), len(rerank_weights), fusion.n))
+    useful = fusion.labelled(Y)[1]
+    cut, Y, relevant = fusion.queries_that_can_score(Y)
+    for i, w in enumerate(weights):
+        for j, rw in enumerate(rerank_weights):
+            at = cut.top_positions(w, max(ks), rw, tree_weight)
+            out[i, j, useful] = point_metric((at >= 0) & relevant[np.maximum(at, 0)], Y, monitor)
+    return out

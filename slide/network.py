@@ -32,6 +32,7 @@ from .model.guard import one_call_at_a_time
 from .modes import mode_of
 from .network_files import NetworkFiles, _network_from_bytes  # noqa: F401 (pickles name it here)
 from .neighbours import NeighbourMemory
+from .prediction.learned_weights import WeightChoice
 from .prediction.methods import FusedPrediction
 from .label_tree import LabelForest
 from .reranker import ShortlistReranker
@@ -160,6 +161,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`
         self.label_tree, self.tree_weight, self.label_trees = int(label_tree), float(tree_weight), int(label_trees)
         self.tree: Optional[LabelForest] = None  # trained by `fit_label_tree`
+        self.weight_choice: Optional[WeightChoice] = None  # how `tune_fusion_weights` last chose the weights
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange

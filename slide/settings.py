@@ -168,7 +168,8 @@ NETWORK = _table(
     Setting("neighbours", "int", "k: each prediction fuses the labels of the k most similar training points "
             "(cosine) with the network's logits; 0: the network alone", 0, 1000, flag="--neighbours", default=10),
     Setting("neighbour_weight", "float", "weight of the neighbours' vote in the fused score, logit + weight x vote; "
-            "with validation data, training picks it from 0 to 1,024", 0, 1e6, flag="--neighbour-weight", default=4.0),
+            "with validation data, training picks it from 0 to 1,024, or learns it with the other fusion weights where "
+            "that does better on the held-out points", 0, 1e6, flag="--neighbour-weight", default=4.0),
     Setting("neighbour_space", "str", "where the neighbours are found: input (cosine of the input features), hidden "
             "(cosine of the network's top hidden layer) or both (the two votes averaged)",
             choices=("input", "hidden", "both"), flag="--neighbour-space", default="both"),
@@ -177,8 +178,8 @@ NETWORK = _table(
             "with the points in memory in one process) and its own, and re-score each prediction's N best "
             "(slide.reranker); 0: off", 0, 1000, flag="--rerank", default=0),
     Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
-            "score; with validation data, training picks it from 0 to 64", 0, 1e6, flag="--rerank-weight",
-            default=1.0),
+            "score; with validation data, training picks it from 0 to 64, or learns it with the other fusion weights",
+            0, 1e6, flag="--rerank-weight", default=1.0),
     Setting("label_tree", "int", "N: after the network, a label tree (Parabel's: labels split in two by balanced "
             "2-means until at most N a leaf, a linear classifier per node and label over the input features) is "
             "trained on the points in memory (or a stream of one shard), and each prediction's candidates, with the "
@@ -188,7 +189,8 @@ NETWORK = _table(
             "and averaged: their beams' candidates joined, their log-probabilities and per-label classifiers' scores "
             "the trees' means (omikuji's n_trees)", 1, 32, flag="--label-trees", default=1),
     Setting("tree_weight", "float", "weight of the label tree in the fused score, + weight x log-probability; "
-            "with validation data, training picks it from 0 to 4", 0, 1e6, flag="--tree-weight", default=1.0),
+            "with validation data, training picks it from 0 to 4, or learns it with the other fusion weights", 0, 1e6,
+            flag="--tree-weight", default=1.0),
 )
 
 # Keys of run.toml's [lsh] table: slide.LSHConfig's fields (the C++ LshConfig's defaults). The

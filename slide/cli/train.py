@@ -109,7 +109,10 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
     except TrainingDiverged as e:
         print(f"slide: error: {e}", file=sys.stderr)
         return 3
-    picked = f" (the best on validation, {fusion_monitor(ranks_for(None, net.output_dim))})" if source.validation else ""
+    monitor = fusion_monitor(ranks_for(None, net.output_dim))
+    picked = f" (the best on validation, {monitor})" if source.validation else ""
+    if final.get("fusion_weights") == "learned":
+        picked = f" (learned on validation by logistic regression, which beat the grid's pick there by {monitor})"
     if final.get("neighbour_weight") is not None:
         print(f"predictions fuse the {net.neighbours} nearest training points' labels, weight "
               f"{final['neighbour_weight']:g}{picked}", flush=True)

@@ -12,9 +12,10 @@ import scipy.sparse as sp
 
 from ..label_tree import LabelForest
 from ..metrics import pair_keys
-from ..neighbours import Fusion, NeighbourMemory, pick_weights
+from ..neighbours import Fusion, NeighbourMemory
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
-from .weight_grid import NEIGHBOURHOOD, neighbourhood_means
+from .learned_weights import WeightChoice, learned_or_grid
+from .weight_grid import grid_pick, grid_point_scores, pick_on_grid
 
 # Pairs whose logits are computed at once for the voted labels: each gathered block (1 KB a pair
 # at hidden 256) stays below the 4 MiB from which NumPy asks for huge pages, and small blocks are
@@ -132,17 +133,23 @@ class VotedNetwork:
 
     def best_weights(self, X: sp.csr_matrix, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, dense: bool,
                      weights: tuple[float, ...], rerank_weights: tuple[float, ...],
-                     rerankers: Iterable[ShortlistReranker] = (), tree_weights: tuple[float, ...] = (0.0,)
-                     ) -> tuple[Optional[ShortlistReranker], tuple[float, float], dict[tuple[float, float], float], float]:
+                     rerankers: Iterable[ShortlistReranker] = (), tree_weights: tuple[float, ...] = (0.0,),
+                     learn: Optional[int] = None
+                     ) -> tuple[Optional[ShortlistReranker], tuple[float, float], dict[tuple[float, float], float],
+                                float, Optional[WeightChoice]]:
         """(the re-ranker, the (vote weight, re-ranker weight) pair, that re-ranker's every pair's
-        score at the tree weight picked, the tree weight from `tree_weights`) with the best
-        `monitor` on X, Y, each triple judged with its neighbours on the grid (`_grid_pick`).
+        score at the tree weight picked, the tree weight, how the weights were chosen) with the best
+        `monitor` on X, Y, each triple judged with its neighbours on the grid (`weight_grid.grid_pick`).
         `rerankers`, alternatives to this one trained on the same lists (another C), are each
         scored on the same candidates as they come and kept only while best; this one stays
-        unless one does strictly better, and so do smaller tree weights."""
+        unless one does strictly better, and so do smaller tree weights. With `learn` (a seed; one
+        process only) the weights learned on the candidates may replace the grid's triple
+        (`learned_weights.learned_or_grid`, which says how it chose); else the choice is None."""
         fusion, _, known = self._fusion(X, max(ks), dense)
         # Under MPI each rank scores its own rows; every rank picks from the means over all of them.
         over_ranks = lambda report: self.net.ranks.mean(report, X.shape[0])  # noqa: E731
+        learn = learn if self.net.comm is None and X.shape[0] > 1 else None
+        grid = (sorted(weights), sorted(rerank_weights), sorted(tree_weights))
         best = None
         for reranker in (self.reranker, *rerankers):
             if reranker is not self.reranker:
@@ -150,43 +157,21 @@ class VotedNetwork:
                                                                                 self.reranker.trained_on):
                     raise ValueError("the re-rankers compared must re-score the same lists as the network's own")
                 fusion.rescore(known.scorer(reranker))
-            tree_weight, pair, scores, judged = _grid_pick(fusion, Y, ks, monitor, weights, rerank_weights,
-                                                           tree_weights, over_ranks)
+            per_point = None
+            if learn is None:
+                tree_weight, pair, scores, judged = grid_pick(fusion, Y, ks, monitor, weights, rerank_weights,
+                                                               tree_weights, over_ranks)
+            else:  # each point's score at every triple: the halves `learned_or_grid` picks on are their means
+                per_point = grid_point_scores(fusion, Y, ks, monitor, grid)
+                tree_weight, pair, scores, judged = pick_on_grid(per_point.mean(axis=-1), grid)
             if best is None or judged > best[1]:
-                best = ((reranker, pair, scores, tree_weight), judged)
-        return best[0]
-
-
-def _grid_pick(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, weights: tuple,
-               rerank_weights: tuple, tree_weights: tuple, combine, steps: int = NEIGHBOURHOOD
-               ) -> tuple[float, tuple, dict, float]:
-    """(tree weight, (vote, re-ranker) pair, every pair's score at that tree weight, the pick's
-    judged score): every triple scored, each judged by the mean of the scores within `steps` of it
-    on the grid (`weight_grid`; 0: by its own), the best judged picked; ties to the smaller tree
-    weight, then the smaller pair.
-
-    Why every triple, not coordinate steps (the best pair at tree weight 0, the best tree weight
-    beside it, the best pair again): at tree weight 0 the pair picked leans on the vote to do the
-    tree's work, and the tree weight beside it stays small. Measured by script on the suite's
-    held-out points and test splits (one network a seed, seeds 0-2, test P@1 / P@5 at the
-    weights each rule picks by nDCG@5): debian-rdeps 0.2221 / 0.1076 by the steps, 0.2263 /
-    0.1088 by the grid (the best triple on the test split itself 0.2273 / 0.1086); debian-deps
-    0.7065 / 0.3711 against 0.7070 / 0.3716; debian-deps-by-source the same triples, 0.6470 /
-    0.3283. The suite (three rounds each, from clean 59af43b against a73a877) agreed in sign, by less:
-    debian-rdeps 0.2230 / 0.1074 against 0.2213 / 0.1073, debian-deps-by-source 0.6471 / 0.3279
-    against 0.6464 / 0.3272, debian-deps 0.7069 / 0.3715 against 0.7067 / 0.3715; it then cost up
-    to 1.4 s of training, until `pick_weights` scored only the points with a label among their
-    candidates: the 650 triples on debian-rdeps' 522 held-out points now take 0.27 s."""
-    weights, rerank_weights, tree_weights = sorted(weights), sorted(rerank_weights), sorted(tree_weights)
-    by_tree = {tree_weight: pick_weights(fusion, Y, ks, monitor, tuple(weights), tuple(rerank_weights),
-                                         combine=combine, tree_weight=tree_weight)[1]
-               for tree_weight in tree_weights}
-    judged = neighbourhood_means(np.array([[[by_tree[t][(w, r)] for r in rerank_weights] for w in weights]
-                                           for t in tree_weights]), steps)
-    # rounded, so that triples whose means differ only by the order of their sums tie
-    t, w, r = max(np.ndindex(judged.shape), key=lambda at: (round(float(judged[at]), 12), -tree_weights[at[0]],
-                                                            -weights[at[1]], -rerank_weights[at[2]]))
-    return tree_weights[t], (weights[w], rerank_weights[r]), by_tree[tree_weights[t]], float(judged[t, w, r])
+                best = ((reranker, pair, scores, tree_weight), judged, per_point, fusion.rerank)
+        (reranker, pair, scores, tree_weight), _, per_point, fusion.rerank = best
+        if learn is None:
+            return reranker, pair, scores, tree_weight, None
+        (weight, rerank_weight, tree_weight), choice = learned_or_grid(fusion, Y, ks, monitor, grid, per_point,
+                                                                       (*pair, tree_weight), learn)
+        return reranker, (weight, rerank_weight), scores, tree_weight, choice
 
 
 def with_candidates(votes: sp.csr_matrix, ids: np.ndarray) -> sp.csr_matrix:

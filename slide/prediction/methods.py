@@ -275,7 +275,7 @@ class FusedPrediction:
                              "in one process")
         rerank = (self.rerank_weight,) if self._rescores() else (0.0,)
         tree = (self.tree_weight,) if self.tree is not None else (0.0,)
-        scores = _tune(self, X, Y, monitor, mode, WEIGHTS, rerank, self.memory, tree_weights=tree)
+        scores = _tune(self, X, Y, monitor, mode, WEIGHTS, rerank, self.memory, tree_weights=tree, learn=False)
         return {w: score for (w, _), score in scores.items()}
 
     @one_call_at_a_time
@@ -284,9 +284,11 @@ class FusedPrediction:
         """Set ``neighbour_weight``, ``rerank_weight`` and ``tree_weight`` to the weights (from
         `slide.neighbours.WEIGHTS`, `slide.reranker.WEIGHTS` and `TREE_WEIGHTS`) with the best
         `monitor` (None: `FUSION_MONITOR`) on X, Y (validation data), each triple judged with its
-        neighbours on the grid (`slide.prediction.weight_grid`); returns every (vote, re-ranker)
-        pair's own score at the tree weight picked. Only the weights of the parts the network has
-        are tuned."""
+        neighbours on the grid (`slide.prediction.weight_grid`), or to the weights a logistic
+        regression learns on the candidates where those do better over two halves of X, Y
+        (`slide.prediction.learned_weights`; one process; ``weight_choice`` says which and how
+        each scored); returns every (vote, re-ranker) pair's own score at the grid's tree weight.
+        Only the weights of the parts the network has are tuned."""
         votes = self._can_vote()
         if not votes and not self._rescores():
             raise ValueError("tune_fusion_weights needs a memory (neighbours > 0), a re-ranker (rerank > 0) or a "
@@ -298,7 +300,7 @@ class FusedPrediction:
 
 def _tune(net: Any, X, Y: LabelsLike, monitor: Optional[str], mode: str, weights: tuple, rerank_weights: tuple,
           memory: Optional[NeighbourMemory], rerankers: Iterable[ShortlistReranker] = (),
-          tree_weights: tuple = (0.0,)) -> dict[tuple[float, float], float]:
+          tree_weights: tuple = (0.0,), learn: bool = True) -> dict[tuple[float, float], float]:
     ks = net._ranks(None)
     monitor = fusion_monitor(ks) if monitor is None else monitor
     check_monitor(monitor, ks)
@@ -308,8 +310,9 @@ def _tune(net: Any, X, Y: LabelsLike, monitor: Optional[str], mode: str, weights
     X = as_features(X, net.input_dim)
     Yc = as_labels(Y, net.output_dim, X.shape[0])
     composed = VotedNetwork(net, memory, net.neighbours, net.reranker, net.tree)
-    net.reranker, (weight, rerank_weight), scores, tree_weight = composed.best_weights(
-        X, Yc, ks, monitor, mode == "dense", weights, rerank_weights, rerankers, tree_weights)
+    net.reranker, (weight, rerank_weight), scores, tree_weight, net.weight_choice = composed.best_weights(
+        X, Yc, ks, monitor, mode == "dense", weights, rerank_weights, rerankers, tree_weights,
+        learn=net.seed if learn else None)
     if memory is not None:
         net.neighbour_weight = weight
     if net._rescores():
@@ -318,5 +321,12 @@ def _tune(net: Any, X, Y: LabelsLike, monitor: Optional[str], mode: str, weights
         net.tree_weight = tree_weight
     log.info("fusion weights: vote %g, re-ranker %g, tree %g: validation %s %s", weight, rerank_weight, tree_weight,
              monitor, {f"{w:g}/{r:g}": round(s, 4) for (w, r), s in scores.items()})
+    choice = net.weight_choice
+    if choice is not None:
+        learned = "unavailable" if choice.learned_score is None else f"{choice.learned_score:.4f}"
+        log.info("fusion weights %s: on each half of the validation points, picked on the other, %s %.4f by the "
+                 "grid, %s learned (the grid's pick on them all: vote %g, re-ranker %g, tree %g)",
+                 "learned by logistic regression" if choice.learned else "from the grid", monitor,
+                 choice.grid_score, learned, *choice.grid)
     return scores
 

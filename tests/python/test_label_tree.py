@@ -296,7 +296,8 @@ def test_a_network_with_a_label_tree_picks_its_weight_and_keeps_it_in_its_file(t
     net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
     assert net.tree is not None and net.tree.nodes > 15
     from slide.prediction.methods import TREE_WEIGHTS
-    assert net.tree_weight in TREE_WEIGHTS
+    assert net.weight_choice.grid[2] in TREE_WEIGHTS
+    assert net.tree_weight in TREE_WEIGHTS or net.weight_choice.learned  # learned weights lie off the grid
     net.tree_weight = 1.0
     with_tree = net.predict(test.X, k=5)
     net.tree_weight = 0.0
@@ -368,7 +369,7 @@ def test_fit_on_a_stream_trains_a_tree_from_one_shard_and_none_from_several(tmp_
         assert (net.tree is not None) == has_tree and net.memory is None
         if has_tree:
             from slide.prediction.methods import TREE_WEIGHTS
-            assert net.tree_weight in TREE_WEIGHTS
+            assert net.tree_weight in TREE_WEIGHTS or net.weight_choice.learned
         else:
             with pytest.raises(ValueError, match="this one has 3 shards"):
                 net.fit_label_tree(stream)
@@ -459,7 +460,7 @@ def test_the_engine_refuses_bad_tree_arrays_before_touching_them():
 
 def test_the_tree_weight_is_picked_with_every_pair_and_ties_go_to_the_smaller():
     from slide.neighbours import Fusion
-    from slide.prediction.fused import _grid_pick
+    from slide.prediction.weight_grid import grid_pick
     ids = np.array([[0, 1], [2, 3]], np.int32)
     logits = np.array([[0.9, 1.0], [0.9, 1.0]], np.float32)
     truth = sp.csr_matrix(([1.0, 1.0], ([0, 1], [0, 2])), shape=(2, 4))
@@ -469,11 +470,11 @@ def test_the_tree_weight_is_picked_with_every_pair_and_ties_go_to_the_smaller():
     tree_of = lambda rows, labels: np.where(np.isin(labels, [0, 2]), 0.0, -1.0)  # noqa: E731
     fusion = Fusion(ids, logits, votes, logits_of, None, tree_of)
     # Each triple by its own score (steps=0): the argmax, ties to the smaller weights.
-    without_tree = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0,), None, steps=0)
+    without_tree = grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,), (0.0,), None, steps=0)
     assert without_tree[1:] == ((1.0, 0.0), {(0.0, 0.0): 0.0, (1.0, 0.0): 0.5}, 0.5)
     # Beside that pair no tree weight helps (steps from it would stop there); without the vote,
     # 0.5 x the tree's gap of 1 outweighs the logits' lead of 0.1 on both rows.
-    tree_weight, pair, scores, judged = _grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,),
+    tree_weight, pair, scores, judged = grid_pick(fusion, truth, (1,), "P@1", (0.0, 1.0), (0.0,),
                                                    (0.0, 0.5, 1.0, 2.0), None, steps=0)
     assert (tree_weight, pair, scores[pair], judged) == (0.5, (0.0, 0.0), 1.0, 1.0)
     assert fusion.top(0.0, 1, 0.0, 0.0)[0].ravel().tolist() == [1, 3]  # without the tree, the logits rank
@@ -481,7 +482,7 @@ def test_the_tree_weight_is_picked_with_every_pair_and_ties_go_to_the_smaller():
 
 def test_by_default_each_triple_is_judged_with_its_neighbours_on_the_grid():
     from slide.neighbours import Fusion, pick_weights
-    from slide.prediction.fused import _grid_pick
+    from slide.prediction.weight_grid import grid_pick
     from slide.prediction.weight_grid import NEIGHBOURHOOD
     rng = np.random.default_rng(4)
     n, k = 40, 4
@@ -495,7 +496,7 @@ def test_by_default_each_triple_is_judged_with_its_neighbours_on_the_grid():
     fusion = Fusion(ids, logits, votes, logits_of, lambda rows, labels: rerank[rows, labels],
                     lambda rows, labels: tree[rows, labels])
     weights, rerank_weights, tree_weights = (0.0, 0.5, 1.0, 2.0, 4.0), (0.0, 1.0, 2.0), (0.0, 0.5, 1.0, 2.0)
-    got = _grid_pick(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weights, None)
+    got = grid_pick(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weights, None)
     # By brute force: each triple's mean over the triples one step from it along any axis.
     raw = {t: pick_weights(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weight=t)[1] for t in tree_weights}
     axes = (tree_weights, weights, rerank_weights)
@@ -510,7 +511,7 @@ def test_by_default_each_triple_is_judged_with_its_neighbours_on_the_grid():
     assert got[0] == tree_weights[best[0]] and got[1] == (weights[best[1]], rerank_weights[best[2]])
     assert got[2] == raw[got[0]] and got[3] == pytest.approx(judged(best))
     # The neighbourhood changes the pick here: the best triple alone is another.
-    alone = _grid_pick(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weights, None, steps=0)
+    alone = grid_pick(fusion, truth, (1,), "P@1", weights, rerank_weights, tree_weights, None, steps=0)
     assert (alone[0], alone[1]) != (got[0], got[1])
 
 

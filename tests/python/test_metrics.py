@@ -89,3 +89,17 @@ def test_more_rankings_than_label_rows_is_refused():
 def test_no_samples_score_zero_at_every_k():
     report = ranking_report(np.zeros((0, 5), np.int32), sp.csr_matrix((0, 7)), (1, 3, 5))
     assert report == {f"{m}@{k}": 0.0 for m in ("P", "nDCG") for k in (1, 3, 5)}
+
+
+def test_each_samples_metric_averages_to_the_hit_report():
+    from slide.metrics import hit_report, point_metric
+    rng = np.random.default_rng(3)
+    hits = rng.random((50, 5)) < 0.3
+    Y = sp.csr_matrix(rng.random((50, 20)) < 0.15, dtype=np.float32)
+    report = hit_report(hits, Y, (1, 3, 5))
+    for metric in ("P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5"):
+        per_sample = point_metric(hits, Y, metric)
+        assert per_sample.shape == (50,) and per_sample.mean() == pytest.approx(report[metric], abs=1e-12)
+    assert point_metric(hits[:, :1], Y, "P@1").tolist() == hits[:, 0].astype(float).tolist()
+    with pytest.raises(ValueError, match="P@k or nDCG@k, got 'PSP@1'"):
+        point_metric(hits, Y, "PSP@1")

@@ -116,7 +116,8 @@ def trained(tmp_path_factory):
 def test_fit_trains_the_reranker_and_picks_its_weight_on_validation(trained):
     net, _, test = trained
     assert net.reranker is not None and net.reranker.shortlist == 10
-    assert net.rerank_weight in WEIGHTS
+    assert net.rerank_weight in WEIGHTS or net.weight_choice.learned  # learned weights lie off the grid
+    assert net.weight_choice is not None and net.weight_choice.grid[1] in WEIGHTS
     assert np.any(net.reranker.slots[:, 0] != 0)
     ids, scores = net.predict(test.X, k=5)
     assert np.all(np.diff(scores, axis=1) <= 0)

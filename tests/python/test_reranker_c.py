@@ -94,14 +94,15 @@ def test_the_comparison_keeps_the_first_on_a_tie_and_a_strictly_better_one(fitte
     net, X, Y = fitted
     trained = net.reranker
     twin = copy.deepcopy(trained)
-    kept, pair, scores, tree_weight = VotedNetwork(net, None, 0, trained).best_weights(
+    kept, pair, scores, tree_weight, choice = VotedNetwork(net, None, 0, trained).best_weights(
         X, Y, (1, 3, 5), "nDCG@5", True, (0.0,), WEIGHTS, rerankers=[twin])
     assert kept is trained and tree_weight == 0.0  # no tree: its weight stays out of the pick
+    assert choice is None  # nothing learned unless asked
     blank = ShortlistReranker(net.input_dim, net.output_dim, trained.shortlist, trained_on=trained.trained_on)
     _, _, blank_judged = _scores(net, blank, X, Y)
     trained_pair, trained_scores, trained_judged = _scores(net, trained, X, Y)
     assert trained_judged > blank_judged  # the trained one re-ranks better
-    kept, pair, scores, _ = VotedNetwork(net, None, 0, blank).best_weights(X, Y, (1, 3, 5), "nDCG@5", True, (0.0,),
+    kept, pair, scores, _, _ = VotedNetwork(net, None, 0, blank).best_weights(X, Y, (1, 3, 5), "nDCG@5", True, (0.0,),
                                                                            WEIGHTS, rerankers=iter([trained]))
     assert kept is trained and (pair, scores) == (trained_pair, trained_scores)
     narrower = ShortlistReranker(net.input_dim, net.output_dim, trained.shortlist, trained_on=trained.shortlist)
@@ -162,7 +163,8 @@ def test_a_run_records_and_prints_the_c_it_picked(tmp_path, capsys):
     assert code == 0
     final = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "final"][-1]
     assert final["rerank_c"] in (HINGE_C, HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS, HINGE_C_BETWEEN)
-    assert f"weight {final['rerank_weight']:g}, C {final['rerank_c']:g} (the best on validation" in out
+    picked = "(learned on validation" if final["fusion_weights"] == "learned" else "(the best on validation"
+    assert f"weight {final['rerank_weight']:g}, C {final['rerank_c']:g} {picked}" in out
     assert json.loads((tmp_path / "run" / "config.json").read_text())["network"]["rerank"] > 0
 
 

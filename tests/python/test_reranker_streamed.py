@@ -88,7 +88,8 @@ def test_fit_on_a_stream_trains_the_reranker_and_picks_its_weight_on_validation(
     net.neighbours = 5  # the vote needs points in memory: a stream has none, and training says so
     net.fit(stream, epochs=2, validation_data=(val.X, val.Y), progress=False)
     assert net.memory is None and net.reranker is not None and net.reranker.shortlist == 6
-    assert net.rerank_weight in slide.reranker.WEIGHTS
+    assert net.rerank_weight in slide.reranker.WEIGHTS or net.weight_choice.learned  # learned: off the grid
+    assert net.weight_choice.grid[1] in slide.reranker.WEIGHTS
     saved = tmp_path / "model.npz"
     net.save(saved)
     again = slide.Network.load(saved)
@@ -128,7 +129,8 @@ def test_slide_train_streamed_writes_a_model_with_its_reranker(tmp_path, capsys)
     assert ("after the last epoch: training the re-ranker (each label's squared hinge solved on each point's 20 "
             "best labels by the network, found by a scan of its") in out and "with BF16 products where the CPU has AVX-512 BF16" in out
     final = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()][-1]
-    assert final["kind"] == "final" and final["rerank_weight"] in slide.reranker.WEIGHTS
+    assert final["kind"] == "final" and final["fusion_weights"] in ("grid", "learned")
+    assert final["rerank_weight"] in slide.reranker.WEIGHTS or final["fusion_weights"] == "learned"
     assert final["fusion_seconds"] > 0
     model = slide.Network.load(tmp_path / "run" / "model.npz")
     assert model.reranker is not None and model.reranker.shortlist == 5 and model.reranker.trained_on == 20
