@@ -25,7 +25,8 @@ from .shape_defaults import held_out_settings, preset_for_shape
 
 # The network settings the estimator passes through; their defaults and ranges are the table's.
 _NETWORK_PARAMS = ("hidden", "mode", "learning_rate", "optimizer", "lr_schedule", "input_norm", "input_dropout",
-                   "output_loss", "matmul", "neighbours", "rerank", "label_tree", "label_trees", "tree_weight")
+                   "output_loss", "matmul", "neighbours", "rerank", "label_tree", "label_trees", "tree_weight",
+                   "fusion_weights")
 
 
 class SlideClassifier(ClassifierMixin, BaseEstimator):
@@ -49,14 +50,14 @@ class SlideClassifier(ClassifierMixin, BaseEstimator):
                  input_dropout: Optional[float] = None, output_loss: Optional[str] = None, matmul: Optional[str] = None,
                  neighbours: Optional[int] = None, rerank: Optional[int] = None, label_tree: Optional[int] = None,
                  label_trees: Optional[int] = None, tree_weight: Optional[float] = None,
-                 epochs: Optional[int] = None, batch_size: Optional[int] = None,
+                 fusion_weights: Optional[str] = None, epochs: Optional[int] = None, batch_size: Optional[int] = None,
                  validation_split: Optional[float] = None, top_k: int = 1, threads: Optional[int] = None,
                  seed: int = 0) -> None:
         self.hidden, self.mode, self.learning_rate, self.optimizer = hidden, mode, learning_rate, optimizer
         self.lr_schedule, self.input_norm, self.input_dropout = lr_schedule, input_norm, input_dropout
         self.output_loss, self.matmul = output_loss, matmul
         self.neighbours, self.rerank, self.label_tree, self.label_trees = neighbours, rerank, label_tree, label_trees
-        self.tree_weight = tree_weight
+        self.tree_weight, self.fusion_weights = tree_weight, fusion_weights
         self.epochs, self.batch_size = epochs, batch_size
         self.validation_split, self.top_k, self.threads, self.seed = validation_split, top_k, threads, seed
 

@@ -110,6 +110,10 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
             and predictions add ``tree_weight`` x its log-probability of each candidate, its beam's too.
         label_trees: how many such trees, each split from its own seed, are trained and averaged
             (`slide.label_tree.LabelForest`; omikuji's n_trees).
+        fusion_weights: how `fit` sets the fusion weights on validation data: ``"auto"`` (the
+            grid's pick, or the weights a logistic regression learns on the held-out candidates
+            where those do better over two halves of them; `slide.prediction.learned_weights`) or
+            ``"grid"`` (the grid's pick alone).
         threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
@@ -136,7 +140,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         neighbours: int = _D["neighbours"], neighbour_weight: float = _D["neighbour_weight"],
         neighbour_space: str = _D["neighbour_space"], output_loss: str = _D["output_loss"],
         rerank: int = _D["rerank"], rerank_weight: float = _D["rerank_weight"], label_tree: int = _D["label_tree"],
-        tree_weight: float = _D["tree_weight"], label_trees: int = _D["label_trees"], threads: Optional[int] = None,
+        tree_weight: float = _D["tree_weight"], label_trees: int = _D["label_trees"],
+        fusion_weights: str = _D["fusion_weights"], threads: Optional[int] = None,
         seed: int = 0,
         sparse_exchange: str = _D["sparse_exchange"], comm: Any = None,
     ) -> None:
@@ -145,7 +150,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
                                  (beta1, beta2, eps))
         arguments.check_choices(input_norm, input_dropout, precision, matmul, neighbours, neighbour_weight,
                                 sparse_exchange, seed, rerank, rerank_weight, neighbour_space, output_loss, label_tree,
-                                tree_weight, label_trees)
+                                tree_weight, label_trees, fusion_weights)
         self.input_dim, self.output_dim, self.hidden = int(input_dim), int(output_dim), hidden
         self.lsh, self.hidden_lsh = lsh, hidden_lsh
         self.optimizer, self.learning_rate, self.lr_schedule = optimizer, float(learning_rate), lr_schedule
@@ -161,6 +166,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`
         self.label_tree, self.tree_weight, self.label_trees = int(label_tree), float(tree_weight), int(label_trees)
         self.tree: Optional[LabelForest] = None  # trained by `fit_label_tree`
+        self.fusion_weights = fusion_weights
         self.weight_choice: Optional[WeightChoice] = None  # how `tune_fusion_weights` last chose the weights
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)

@@ -180,6 +180,11 @@ NETWORK = _table(
     Setting("rerank_weight", "float", "weight of the re-ranker in the fused score, logit + weight x re-ranker "
             "score; with validation data, training picks it from 0 to 64, or learns it with the other fusion weights",
             0, 1e6, flag="--rerank-weight", default=1.0),
+    Setting("fusion_weights", "str", "how training sets the fusion weights on validation data: auto (each triple "
+            "judged on the grid, or the weights a logistic regression learns on the held-out candidates where those "
+            "score better on each half of the held-out points, picked on the other half; slide.prediction."
+            "learned_weights) or grid (the grid's pick alone)", choices=("auto", "grid"), flag="--fusion-weights",
+            default="auto"),
     Setting("label_tree", "int", "N: after the network, a label tree (Parabel's: labels split in two by balanced "
             "2-means until at most N a leaf, a linear classifier per node and label over the input features) is "
             "trained on the points in memory (or a stream of one shard), and each prediction's candidates, with the "

@@ -180,7 +180,7 @@ LARGE_OUTPUT_MIN_ACTIVE = 3000
 LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "hidden": [256], "learning_rate": 4e-3,
                                        "lr_schedule": "cosine", "epochs": 6, "early_stopping": 2, "averaging": "swa",
                                        "monitor": "nDCG@5", "rerank": RERANK_SHORTLIST, "matmul": "bf16",
-                                       "label_tree": LEAF_SIZE,
+                                       "label_tree": LEAF_SIZE, "fusion_weights": "grid",
                                        "lsh": {**BATCH_PRESET["lsh"], "min_active": LARGE_OUTPUT_MIN_ACTIVE}}
 # Above DENSE_OUTPUT_MAX, as below it, what a small data set lacks is optimizer steps: debian-rdeps
 # (25,586 points after the hold-out) takes 100 steps an epoch at batch 256, debian-deps 160, so 6

@@ -80,7 +80,7 @@ def check_training(optimizer: str, learning_rate: Any, lr_schedule: Any, lr_warm
 def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: str, neighbours: Any,
                   neighbour_weight: Any, sparse_exchange: str, seed: Any, rerank: Any, rerank_weight: Any,
                   neighbour_space: str, output_loss: str, label_tree: Any = 0, tree_weight: Any = 1.0,
-                  label_trees: Any = 1) -> None:
+                  label_trees: Any = 1, fusion_weights: str = "auto") -> None:
     """The input transform, loss, precision, matrix products, vote, re-ranker, label tree, MPI
     exchange and seed."""
     NETWORK["input_norm"].check(input_norm, "input_norm")
@@ -97,6 +97,7 @@ def check_choices(input_norm: str, input_dropout: Any, precision: str, matmul: s
     NETWORK["label_tree"].check(label_tree, "label_tree")
     NETWORK["tree_weight"].check(tree_weight, "tree_weight")
     NETWORK["label_trees"].check(label_trees, "label_trees")
+    NETWORK["fusion_weights"].check(fusion_weights, "fusion_weights")
     check_int("seed", seed, 0, MAX_SEED)
     NETWORK["sparse_exchange"].check(sparse_exchange, "sparse_exchange")
 

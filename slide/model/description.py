@@ -12,7 +12,8 @@ def config_of(net: Any) -> dict[str, Any]:
         raise ValueError("a network with a callable lr_schedule cannot be serialised; use a named schedule")
     names = ("input_dim", "output_dim", "optimizer", "learning_rate", "lr_schedule", "lr_warmup",
              "lr_schedule_steps", "beta1", "beta2", "eps", "input_norm", "input_dropout", "output_loss", "precision",
-             "matmul", "neighbours", "neighbour_weight", "neighbour_space", "rerank", "rerank_weight", "label_tree", "label_trees", "tree_weight", "threads", "seed",
+             "matmul", "neighbours", "neighbour_weight", "neighbour_space", "rerank", "rerank_weight", "label_tree", "label_trees", "tree_weight",
+             "fusion_weights", "threads", "seed",
              "sparse_exchange")
     config = {name: getattr(net, name) for name in names}
     config.update(hidden=list(net.hidden), lsh=net.lsh.to_dict() if net.lsh else None,

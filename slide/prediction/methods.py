@@ -312,7 +312,7 @@ def _tune(net: Any, X, Y: LabelsLike, monitor: Optional[str], mode: str, weights
     composed = VotedNetwork(net, memory, net.neighbours, net.reranker, net.tree)
     net.reranker, (weight, rerank_weight), scores, tree_weight, net.weight_choice = composed.best_weights(
         X, Yc, ks, monitor, mode == "dense", weights, rerank_weights, rerankers, tree_weights,
-        learn=net.seed if learn else None)
+        learn=net.seed if learn and net.fusion_weights == "auto" else None)
     if memory is not None:
         net.neighbour_weight = weight
     if net._rescores():

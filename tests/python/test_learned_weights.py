@@ -174,3 +174,23 @@ def test_tuning_the_vote_alone_learns_nothing(fitted):
     net, _, test = fitted
     net.tune_neighbour_weight(test.X, test.Y)
     assert net.weight_choice is None
+
+
+def test_fusion_weights_grid_keeps_the_grids_pick_and_the_file_keeps_the_setting(tmp_path):
+    from slide.prediction.methods import TREE_WEIGHTS
+    train, _ = make_train_test(900, 200, 300, 120, seed=3, avg_nnz=12, avg_labels=2)
+    net = slide.Network(300, 120, hidden=(16,), mode="dense", neighbours=5, label_tree=8, threads=2, seed=0,
+                        fusion_weights="grid")
+    net.fit(train.X, train.Y, epochs=2, batch_size=64, validation_split=0.1, progress=False)
+    assert net.weight_choice is None and net.tree_weight in TREE_WEIGHTS
+    net.save(tmp_path / "m.npz")
+    assert slide.Network.load(tmp_path / "m.npz").fusion_weights == "grid"
+    with pytest.raises(ValueError, match="fusion_weights must be one of auto, grid; got 'learned'"):
+        slide.Network(300, 120, fusion_weights="learned")
+
+
+def test_the_large_output_preset_keeps_the_grid_and_the_dense_one_chooses():
+    from slide.shape_defaults import preset_for_shape
+    assert preset_for_shape(20_000, 50_000, 40_000)[0]["fusion_weights"] == "grid"
+    assert "fusion_weights" not in preset_for_shape(20_000, 600, 20_000)[0]  # the setting's default, auto
+    assert slide.Network(10, 10).fusion_weights == "auto"
