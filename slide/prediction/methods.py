@@ -284,10 +284,10 @@ class FusedPrediction:
         """Set ``neighbour_weight``, ``rerank_weight`` and ``tree_weight`` to the weights (from
         `slide.neighbours.WEIGHTS`, `slide.reranker.WEIGHTS` and `TREE_WEIGHTS`) with the best
         `monitor` (None: `FUSION_MONITOR`) on X, Y (validation data), each triple judged with its
-        neighbours on the grid (`slide.prediction.weight_grid`), or to the weights a logistic
-        regression learns on the candidates where those do better over two halves of X, Y
-        (`slide.prediction.learned_weights`; one process; ``weight_choice`` says which and how
-        each scored); returns every (vote, re-ranker) pair's own score at the grid's tree weight.
+        neighbours on the grid (`slide.prediction.weight_grid`), or, with ``fusion_weights``
+        "auto", to the weights a logistic regression learns on the candidates where those do
+        better over two halves of X, Y (`slide.prediction.learned_weights`; one process;
+        ``weight_choice`` says which and how each scored); returns every (vote, re-ranker) pair's own score at the grid's tree weight.
         Only the weights of the parts the network has are tuned."""
         votes = self._can_vote()
         if not votes and not self._rescores():
