@@ -9,7 +9,7 @@ continuous weights, where the grid scores a few hundred triples, doubling apart,
 top 5 alone.
 
 Measured by script (each run's held-out and test candidates, slide with no flags, test P@1 / P@5,
-means over seeds; `/work/notes/exp/ablate.py`): debian-tags, seeds 0-5, 0.8545 / 0.5070 learned
+means over seeds): debian-tags, seeds 0-5, 0.8545 / 0.5070 learned
 against 0.8549 / 0.5056 by the grid; debian-deps-by-source, seed 0, 0.6466 / 0.3273 against
 0.6463 / 0.3266; but debian-rdeps, seeds 0-2, 0.2240 / 0.1094 against 0.2276 / 0.1099. Further
 features (the logit's rank among its point's candidates, its gap to the point's best, whether the
@@ -18,7 +18,7 @@ So neither rule wins everywhere, and a run chooses (`learned_or_grid`): each hal
 points picks by both rules, and the other half judges the two picks by the fusion's monitor.
 
 That choice, on the same networks (test P@1 / P@5 at the grid's triple -> at the one kept, by
-script, seeds 0-2, `/work/notes/exp/choice.py`): debian-tags took the learned weights in all three,
+script, seeds 0-2): debian-tags took the learned weights in all three,
 P@5 +0.0010, +0.0004 and +0.0007 (P@1 +0.0025, -0.0006, -0.0033); but debian-deps took them in two,
 P@5 -0.0001 and -0.0021, debian-deps-by-source in one, -0.0011, debian-rdeps in one, -0.0002, where
 the halves had judged them better by 0.001-0.005 nDCG@5. Delicious kept the grid in all three. So
