@@ -111,7 +111,7 @@ def _train(args: argparse.Namespace, hold: contextlib.ExitStack) -> int:
         return 3
     monitor = fusion_monitor(ranks_for(None, net.output_dim))
     picked = f" (the best on validation, {monitor})" if source.validation else ""
-    if final.get("fusion_weights") == "learned":
+    if final.get("fusion_weights_kept") == "learned":
         picked = f" (learned on validation by logistic regression, which beat the grid's pick there by {monitor})"
     if final.get("neighbour_weight") is not None:
         print(f"predictions fuse the {net.neighbours} nearest training points' labels, weight "

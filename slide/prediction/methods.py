@@ -287,8 +287,9 @@ class FusedPrediction:
         neighbours on the grid (`slide.prediction.weight_grid`), or, with ``fusion_weights``
         "auto", to the weights a logistic regression learns on the candidates where those do
         better over two halves of X, Y (`slide.prediction.learned_weights`; one process;
-        ``weight_choice`` says which and how each scored); returns every (vote, re-ranker) pair's own score at the grid's tree weight.
-        Only the weights of the parts the network has are tuned."""
+        ``weight_choice`` says which and how each scored); returns every (vote, re-ranker) pair's
+        own score at the grid's tree weight. Only the weights of the parts the network has are
+        tuned."""
         votes = self._can_vote()
         if not votes and not self._rescores():
             raise ValueError("tune_fusion_weights needs a memory (neighbours > 0), a re-ranker (rerank > 0) or a "

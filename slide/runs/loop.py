@@ -259,7 +259,7 @@ class RunLoop:
         if net.reranker is not None and net.reranker.hinge_c is not None:
             extra["rerank_c"] = net.reranker.hinge_c
         if net.weight_choice is not None:
-            extra["fusion_weights"] = "learned" if net.weight_choice.learned else "grid"
+            extra["fusion_weights_kept"] = "learned" if net.weight_choice.learned else "grid"
 
     def _finish(self, memory: "Split | Stream | None") -> dict:
         """The final model (the best epoch's, with the vote's memory), its test report and model.npz."""

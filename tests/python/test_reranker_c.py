@@ -163,7 +163,7 @@ def test_a_run_records_and_prints_the_c_it_picked(tmp_path, capsys):
     assert code == 0
     final = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "final"][-1]
     assert final["rerank_c"] in (HINGE_C, HINGE_C_MANY_POINTS, HINGE_C_FEW_POINTS, HINGE_C_BETWEEN)
-    picked = "(learned on validation" if final["fusion_weights"] == "learned" else "(the best on validation"
+    picked = "(learned on validation" if final["fusion_weights_kept"] == "learned" else "(the best on validation"
     assert f"weight {final['rerank_weight']:g}, C {final['rerank_c']:g} {picked}" in out
     assert json.loads((tmp_path / "run" / "config.json").read_text())["network"]["rerank"] > 0
 

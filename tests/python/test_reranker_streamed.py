@@ -129,8 +129,8 @@ def test_slide_train_streamed_writes_a_model_with_its_reranker(tmp_path, capsys)
     assert ("after the last epoch: training the re-ranker (each label's squared hinge solved on each point's 20 "
             "best labels by the network, found by a scan of its") in out and "with BF16 products where the CPU has AVX-512 BF16" in out
     final = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()][-1]
-    assert final["kind"] == "final" and final["fusion_weights"] in ("grid", "learned")
-    assert final["rerank_weight"] in slide.reranker.WEIGHTS or final["fusion_weights"] == "learned"
+    assert final["kind"] == "final" and final["fusion_weights_kept"] in ("grid", "learned")
+    assert final["rerank_weight"] in slide.reranker.WEIGHTS or final["fusion_weights_kept"] == "learned"
     assert final["fusion_seconds"] > 0
     model = slide.Network.load(tmp_path / "run" / "model.npz")
     assert model.reranker is not None and model.reranker.shortlist == 5 and model.reranker.trained_on == 20
