@@ -190,13 +190,15 @@ class Fusion:
         """Each query's candidates lie side by side: `counts` of them from `_starts`."""
         self._counts, self._starts = counts, np.cumsum(counts) - counts
 
-    def queries_that_can_score(self, Y: sp.csr_matrix) -> tuple["Fusion", sp.csr_matrix, np.ndarray]:
+    def queries_that_can_score(self, Y: sp.csr_matrix
+                               ) -> tuple["Fusion", sp.csr_matrix, np.ndarray, np.ndarray]:
         """(this fusion, Y, whether each candidate is one of its query's labels), cut to the
-        queries with at least one of their labels among their candidates: the others score 0 at
-        every k under any weights, so a weight's mean over every query is its mean over these times
-        their share (`pick_weights` scores only these; on debian-rdeps' held-out points, 60%)."""
+        queries with at least one of their labels among their candidates, and which queries those
+        are (bool [n]): the others score 0 at every k under any weights, so a weight's mean over
+        every query is its mean over these times their share (`pick_weights` scores only these; on
+        debian-rdeps' held-out points, 60%)."""
         relevant, useful = self.labelled(Y)
-        return self.queries(useful), sp.csr_matrix(Y)[useful], relevant[useful[self.rows]]
+        return self.queries(useful), sp.csr_matrix(Y)[useful], relevant[useful[self.rows]], useful
 
     def labelled(self, Y: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """(whether each candidate is one of its query's labels in Y, whether each query has one)."""
@@ -270,7 +272,7 @@ def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor:
     at `tree_weight`; ties go to the smaller weights. Returns it and every pair's score. `combine`
     turns the queries' report into the one judged (under MPI: the mean over every rank's queries)."""
     every = fusion.n
-    fusion, Y, relevant = fusion.queries_that_can_score(Y)
+    fusion, Y, relevant, _ = fusion.queries_that_can_score(Y)
     share = fusion.n / max(1, every)
     scores = {}
     for w in weights:
@@ -284,15 +286,16 @@ def pick_weights(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor:
 
 
 def point_scores(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, weights: tuple[float, ...],
-                 rerank_weights: tuple[float, ...], tree_weight: float = 0.0) -> np.ndarray:
-    """float64 [len(weights), len(rerank_weights), fusion.n]: each query's `monitor` (P@k or
-    nDCG@k) at each (vote, re-ranker) pair and `tree_weight`, 0 for the queries with none of
-    their labels among their candidates; `pick_weights`' scores are their means (one process)."""
-    out = np.zeros((len(weights), len(rerank_weights), fusion.n))
-    useful = fusion.labelled(Y)[1]
-    cut, Y, relevant = fusion.queries_that_can_score(Y)
-    for i, w in enumerate(weights):
-        for j, rw in enumerate(rerank_weights):
-            at = cut.top_positions(w, max(ks), rw, tree_weight)
-            out[i, j, useful] = point_metric((at >= 0) & relevant[np.maximum(at, 0)], Y, monitor)
+                 rerank_weights: tuple[float, ...], tree_weights: tuple[float, ...]) -> np.ndarray:
+    """float64 [tree, vote, re-ranker, query]: each query's `monitor` (P@k or nDCG@k) at every
+    (vote, re-ranker, tree) weight triple, 0 for the queries with none of their labels among their
+    candidates (one process). At one tree weight, `pick_weights`' scores are the means over the
+    queries; the means over a subset of them pick on that subset alone (`learned_weights`)."""
+    out = np.zeros((len(tree_weights), len(weights), len(rerank_weights), fusion.n))
+    cut, Y, relevant, useful = fusion.queries_that_can_score(Y)
+    for t, tree_weight in enumerate(tree_weights):
+        for i, w in enumerate(weights):
+            for j, rw in enumerate(rerank_weights):
+                at = cut.top_positions(w, max(ks), rw, tree_weight)
+                out[t, i, j, useful] = point_metric((at >= 0) & relevant[np.maximum(at, 0)], Y, monitor)
     return out

@@ -12,10 +12,10 @@ import scipy.sparse as sp
 
 from ..label_tree import LabelForest
 from ..metrics import pair_keys
-from ..neighbours import Fusion, NeighbourMemory
+from ..neighbours import Fusion, NeighbourMemory, point_scores
 from ..reranker import OUTSIDE_SCORE, ShortlistReranker
 from .learned_weights import WeightChoice, learned_or_grid
-from .weight_grid import grid_pick, grid_point_scores, pick_on_grid
+from .weight_grid import grid_pick, pick_on_grid
 
 # Pairs whose logits are computed at once for the voted labels: each gathered block (1 KB a pair
 # at hidden 256) stays below the 4 MiB from which NumPy asks for huge pages, and small blocks are
@@ -162,7 +162,7 @@ class VotedNetwork:
                 tree_weight, pair, scores, judged = grid_pick(fusion, Y, ks, monitor, weights, rerank_weights,
                                                                tree_weights, over_ranks)
             else:  # each point's score at every triple: the halves `learned_or_grid` picks on are their means
-                per_point = grid_point_scores(fusion, Y, ks, monitor, grid)
+                per_point = point_scores(fusion, Y, ks, monitor, *grid)
                 tree_weight, pair, scores, judged = pick_on_grid(per_point.mean(axis=-1), grid)
             if best is None or judged > best[1]:
                 best = ((reranker, pair, scores, tree_weight), judged, per_point, fusion.rerank)

@@ -147,7 +147,7 @@ def learned_or_grid(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monit
     when, over a two-fold split of them (drawn from `seed`), the triples each rule picks on one
     half score a strictly better `monitor` on the other; else `grid_triple` (the grid's pick on
     all of them). `grid` is the (weights, rerank_weights, tree_weights) tried, each ascending, and
-    `per_point` each point's score at each of their triples (`weight_grid.grid_point_scores`), so
+    `per_point` each point's score at each of their triples (`slide.neighbours.point_scores`), so
     that a half's pick is the grid's rule on its points' means. The parts learned are those whose
     grid has more than one weight; with none, the grid's triple and no choice. One process."""
     parts = tuple(len(axis) > 1 for axis in grid)
@@ -164,8 +164,8 @@ def learned_or_grid(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monit
         if learned is None or scored["learned"] is None:
             scored["learned"] = None
             continue
-        scored["learned"] += float(point_scores(fusion, Y, ks, monitor, (learned[0],), (learned[1],),
-                                                tree_weight=learned[2])[0, 0][~picks_on].sum())
+        scored["learned"] += float(point_scores(fusion, Y, ks, monitor, *((w,) for w in learned))[0, 0, 0]
+                                   [~picks_on].sum())
     scored = {rule: None if total is None else total / fusion.n for rule, total in scored.items()}
     learned = learned_weights(fusion, relevant, parts) if scored["learned"] is not None else None
     keep = learned is not None and scored["learned"] > scored["grid"]

@@ -37,7 +37,7 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
-from ..neighbours import Fusion, pick_weights, point_scores
+from ..neighbours import Fusion, pick_weights
 
 # Steps along each weight's axis that a triple's neighbourhood spans (0: each triple alone).
 NEIGHBOURHOOD = 1
@@ -99,13 +99,3 @@ def pick_on_grid(scores: np.ndarray, grid: tuple, steps: int = NEIGHBOURHOOD) ->
                                                             -weights[at[1]], -rerank_weights[at[2]]))
     at_tree = {(a, b): float(scores[t, i, j]) for i, a in enumerate(weights) for j, b in enumerate(rerank_weights)}
     return tree_weights[t], (weights[w], rerank_weights[r]), at_tree, float(judged[t, w, r])
-
-
-def grid_point_scores(fusion: Fusion, Y: sp.csr_matrix, ks: tuple[int, ...], monitor: str, grid: tuple
-                      ) -> np.ndarray:
-    """float64 [tree, vote, re-ranker, query]: each query's `monitor` at every triple of `grid`
-    (weights, rerank_weights, tree_weights; each ascending), one process; the means over the
-    queries are `grid_pick`'s scores, and a subset's means pick on that subset alone."""
-    weights, rerank_weights, tree_weights = grid
-    return np.stack([point_scores(fusion, Y, ks, monitor, tuple(weights), tuple(rerank_weights), tree_weight=t)
-                     for t in tree_weights])

@@ -176,8 +176,8 @@ def _remember(net: Any, data: Any, val: Optional[tuple], validation_mode: str,
     scores = net.fit_fusion(*training_points(data), val, mode=validation_mode,
                             progress=progress and net.ranks.speaks)
     history.fusion_seconds = time.perf_counter() - t0
-    if scores is not None and net.neighbours and net.memory is not None:  # each vote weight's score at the
-        chosen = net.rerank_weight if net.reranker is not None else 0.0  # re-ranker's chosen weight
-        if net.weight_choice is not None and net.weight_choice.learned:  # off the grid: the grid's pick
-            chosen = net.weight_choice.grid[1] if net.reranker is not None else 0.0
+    if scores is not None and net.neighbours and net.memory is not None:
+        # each vote weight's score at the re-ranker's weight the grid picked (learned ones lie off it)
+        picked = net.rerank_weight if net.weight_choice is None else net.weight_choice.grid[1]
+        chosen = picked if net.reranker is not None else 0.0
         history.neighbour_weight_scores = {w: s for (w, r), s in scores.items() if r == chosen}

@@ -8,9 +8,9 @@ from scipy.optimize import minimize
 
 import slide
 from slide.datasets import make_train_test
-from slide.neighbours import Fusion
 from slide.prediction.learned_weights import LOGIT_FLOOR, learned_or_grid, learned_weights, logistic_regression
-from slide.prediction.weight_grid import grid_pick, grid_point_scores, pick_on_grid
+from slide.neighbours import Fusion, point_scores
+from slide.prediction.weight_grid import grid_pick, pick_on_grid
 
 
 def _objective(F, y, c, offset):
@@ -111,14 +111,14 @@ GRID = ([0.0, 16.0], [0.0, 16.0], [0.0, 16.0])
 
 def _choose(fusion, Y, grid=GRID, ks=(1, 3, 5), monitor="nDCG@5", seed=0):
     """learned_or_grid as best_weights calls it: the grid's pick on every point beside it."""
-    per_point = grid_point_scores(fusion, Y, ks, monitor, grid)
+    per_point = point_scores(fusion, Y, ks, monitor, *grid)
     t, (w, r), _, _ = pick_on_grid(per_point.mean(axis=-1), grid)
     return learned_or_grid(fusion, Y, ks, monitor, grid, per_point, (w, r, t), seed)
 
 
 def test_the_grids_pick_from_each_points_scores_is_grid_pick():
     fusion, Y, _ = _fusion(n=300)
-    per_point = grid_point_scores(fusion, Y, (1, 3, 5), "nDCG@5", GRID)
+    per_point = point_scores(fusion, Y, (1, 3, 5), "nDCG@5", *GRID)
     ours = pick_on_grid(per_point.mean(axis=-1), GRID)
     theirs = grid_pick(fusion, Y, (1, 3, 5), "nDCG@5", *GRID, None)
     assert ours[:2] == theirs[:2] and ours[3] == pytest.approx(theirs[3], abs=1e-12)

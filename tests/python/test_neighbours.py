@@ -421,7 +421,7 @@ def test_weights_are_scored_as_every_query_would_score_them(seed):
     truth = sp.csr_matrix(truth)
     truth.data[:2] = 0.0  # explicit zeros are not labels
     ks, weights, rerank_weights = (1, 3, 5), (0.0, 0.5, 2.0), (0.0, 1.0)
-    cut, _, _ = fusion.queries_that_can_score(truth)
+    cut, _, _, _ = fusion.queries_that_can_score(truth)
     assert 0 < cut.n < n, "the case must have queries to leave out and queries to keep"
     for tree_weight in (0.0, 1.5):
         for monitor in ("P@1", "P@3", "nDCG@5"):
